@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs every Debian package that airlock's build, tests and demo need.
+# Idempotent and quick when everything is there: apt runs only for what is missing.
+set -eu
+PKGS="build-essential pkg-config perl
+libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
+libpsl-dev publicsuffix
+clang libclang-rt-14-dev
+iproute2 nftables curl openssl"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+	    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing packages:$missing (run 'make deps' as root)" >&2
+	exit 1
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing

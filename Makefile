@@ -1,0 +1,120 @@
+# airlock: one non-recursive Makefile.
+#
+# Each part is a static archive built from every .c file in its folder, so adding a
+# file never needs an edit here.  Dependencies point one way (see README.md):
+#   lib/ <- policies/ <- audit/ <- netctl/ proxy/ vault/ vmm/ <- cli/ (airlock), proxy/ (airlockd)
+#
+#   make            build airlock and airlockd
+#   make check      install packages (make deps), build, run every TAP test under prove
+#   make SAN=1 ...  the same with AddressSanitizer + UBSan
+#   make fuzz       libFuzzer binaries (clang) for every tests/fuzz/fuzz_*.c
+#   make deps       install the Debian packages the build, tests and demo need
+
+CC	?= gcc
+SAN	?= 0
+O	?= build
+ifeq ($(SAN),1)
+O	:= build-san
+endif
+
+PKGS	:= libevent libevent_openssl libevent_pthreads openssl jansson libnftnl libmnl libvirt libpsl
+
+WARN	:= -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Werror
+CFLAGS	?= -O2 -g
+ifeq ($(SAN),1)
+CFLAGS	:= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=undefined
+LDFLAGS	+= -fsanitize=address,undefined
+HARDEN	:= -fstack-protector-strong
+else
+HARDEN	:= -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
+LDFLAGS	+= -pie -Wl,-z,relro,-z,now
+endif
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude \
+	     $(PKG_CFLAGS)
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+
+# Parts, in link order (a part may use only the parts after it).
+PARTS	:= cli proxy vmm netctl vault audit policies lib
+define part_srcs
+$(filter-out $(1)/main.c,$(wildcard $(1)/*.c))
+endef
+define part_lib
+$(O)/lib$(1).a
+endef
+LIBS	:= $(foreach p,$(PARTS),$(call part_lib,$(p)))
+
+BINS	:= $(O)/airlock $(O)/airlockd
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_TS	:= $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%.t)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/tests/fuzz/%.t)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
+
+all: $(BINS) airlock airlockd
+
+# Convenience links at the top so README commands stay short.
+airlock airlockd: %: $(O)/%
+	@ln -sf $(O)/$@ $@
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+define part_rules
+$(call part_lib,$(1)): $(patsubst %.c,$(O)/%.o,$(call part_srcs,$(1)))
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^ $$(if $$^,,/dev/null)
+endef
+$(foreach p,$(PARTS),$(eval $(call part_rules,$(p))))
+
+$(O)/airlock: $(O)/cli/main.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS)
+
+$(O)/airlockd: $(O)/proxy/main.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS)
+
+$(O)/tests/tap.o: tests/tap.c
+
+$(O)/tests/unit/%.t: $(O)/tests/unit/%.o $(O)/tests/tap.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(O)/tests/tap.o $(LIBS) $(PKG_LIBS)
+
+# Fuzz targets replay their seed corpus under gcc as TAP tests.
+$(O)/tests/fuzz/%.t: $(O)/tests/fuzz/%.o $(O)/tests/fuzz/replay.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(O)/tests/fuzz/replay.o $(LIBS) $(PKG_LIBS)
+
+$(O)/tests/fuzz/replay.o: tests/fuzz/replay.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+tests: $(UNIT_TS) $(FUZZ_REPLAY) $(BINS) all
+
+# The TAP suite: unit tests (no privileges), fuzz corpus replays, integration tests
+# (network namespaces; they skip themselves when not root).
+check: deps
+	$(MAKE) tests
+	AIRLOCK_BUILD=$(O) AIRLOCK=$(CURDIR)/$(O)/airlock AIRLOCKD=$(CURDIR)/$(O)/airlockd \
+	    prove -r $(PROVE_FLAGS) $(O)/tests tests/integration
+
+# libFuzzer builds (clang): make fuzz; then e.g. build/fuzz/fuzz_policy_json corpus/
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude
+fuzz: $(FUZZ_BINS)
+$(O)/fuzz/%: tests/fuzz/%.c $(foreach p,$(PARTS),$(call part_srcs,$(p)))
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< \
+	    $(foreach p,$(PARTS),$(call part_srcs,$(p))) $(PKG_LIBS)
+
+deps:
+	@sh .ci/deps.sh
+
+clean:
+	rm -rf build build-san airlock airlockd
+
+.PHONY: all check tests fuzz deps clean
+.SECONDARY:
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,28 @@
+/*
+ * cli/cli.h: the airlock command line, private to cli/.  One file per command group;
+ * each takes the arguments after its own name (argv[0] is the group name) and returns
+ * the process exit status: 0 success, 1 a "no"/failure answer, 2 usage or load error.
+ */
+#ifndef AIRLOCK_CLI_H
+#define AIRLOCK_CLI_H
+
+#include "config.h"
+
+struct cli_ctx {
+	const char	*config_path;	/* --config, or NULL */
+	const char	*state_dir;	/* --state-dir, or NULL */
+	int		 json;		/* --json given before the command */
+};
+
+/*
+ * Loads the configuration the way every command does (--config, AIRLOCK_CONFIG,
+ * --state-dir, AIRLOCK_STATE_DIR).  Prints the error and returns -1 on failure.
+ */
+int	cli_config(const struct cli_ctx *ctx, struct airlock_config *cfg);
+
+/* cmd_policy.c */
+int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
+/* cmd_audit.c */
+int	cmd_audit(const struct cli_ctx *ctx, int argc, char **argv);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * include/config.h: airlock.json (DESIGN.md "Configuration and processes").  Every key
+ * has a default; unknown keys and wrong types are errors.  Implemented in lib/config.c.
+ */
+#ifndef AIRLOCK_CONFIG_H
+#define AIRLOCK_CONFIG_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "audit.h"
+#include "netaddr.h"
+
+#define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"
+
+struct airlock_config {
+	char		state_dir[PATH_MAX];		/* /var/lib/airlock */
+	char		control_socket[PATH_MAX];	/* /run/airlock/control.sock */
+	uint16_t	proxy_port;			/* 15001 */
+	uint16_t	dns_port;			/* 15053 */
+	unsigned int	workers;			/* 0: one per core */
+	struct netaddr_cidr address_pool;		/* 10.233.0.0/16 */
+	struct netaddr_cidr mapped_pool;		/* 198.18.0.0/15 */
+	char		upstream_ca_file[PATH_MAX];	/* "": system trust store */
+	char		audit_path[PATH_MAX];		/* /var/log/airlock/audit.jsonl */
+	enum audit_fsync audit_fsync;			/* "deny" */
+	int		audit_log_query;		/* false */
+	char		libvirt_uri[256];		/* qemu:///system */
+	char		user[64];			/* "airlock": airlockd drops to it */
+};
+
+/* Fills every field with its default. */
+void	config_defaults(struct airlock_config *c);
+
+/*
+ * Resolves the config path: explicit (from --config) if not NULL, else $AIRLOCK_CONFIG,
+ * else CONFIG_DEFAULT_PATH.  Loads it over the defaults; a missing file at the default
+ * path (not given explicitly) means all defaults.  Then $AIRLOCK_STATE_DIR (and a
+ * non-NULL state_dir argument, e.g. --state-dir) override state_dir.  Returns 0, or -1
+ * with one line in err ("FILE:LINE:COL: key: reason").
+ */
+int	config_load(struct airlock_config *c, const char *path, const char *state_dir,
+	    char *err, size_t errlen);
+
+#endif

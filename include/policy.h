@@ -1,0 +1,152 @@
+/*
+ * include/policy.h: the policy model of DESIGN.md as plain, immutable C structs.
+ * Loaded and validated by policies/ (jansson stays inside policies/); evaluated by the
+ * pure function policy_decide().  No sockets, no privileges.
+ */
+#ifndef AIRLOCK_POLICY_H
+#define AIRLOCK_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostname.h"
+#include "netaddr.h"
+
+enum policy_mode {
+	POLICY_MODE_ENFORCE = 0,
+	POLICY_MODE_REPORT,
+};
+
+enum policy_proto {
+	POLICY_PROTO_TLS = 0,		/* default */
+	POLICY_PROTO_HTTP,
+	POLICY_PROTO_TCP,
+};
+
+enum policy_tls {
+	POLICY_TLS_SPLICE = 0,		/* default */
+	POLICY_TLS_INSPECT,
+};
+
+struct policy_inject {
+	char		*pi_secret;	/* vault name */
+	char		*pi_header;	/* header to set */
+	char		*pi_value;	/* template containing "{secret}" */
+};
+
+struct policy_rule {
+	char		*pr_id;
+	int		 pr_is_cidr;	/* 1: pr_cidr; 0: pr_host */
+	char		 pr_host[HOSTNAME_MAX + 1];	/* normalised; may be "*.suffix" */
+	struct netaddr_cidr pr_cidr;
+	uint16_t	*pr_ports;	/* defaults to {443} */
+	size_t		 pr_nports;
+	enum policy_proto pr_proto;
+	enum policy_tls	 pr_tls;
+	char		**pr_methods;	/* upper-case; NULL/0: any method */
+	size_t		 pr_nmethods;
+	char		**pr_paths;	/* globs; NULL/0: any path */
+	size_t		 pr_npaths;
+	struct policy_inject *pr_inject;
+	size_t		 pr_ninject;
+};
+
+struct policy_limits {
+	uint32_t	pl_connections;		/* 0: unlimited */
+	uint32_t	pl_requests_per_second;
+	uint64_t	pl_bytes_per_second;
+};
+
+struct policy {
+	char		*p_name;	/* "policy" */
+	char		*p_file;	/* the file it came from, or NULL */
+	enum policy_mode p_mode;
+	struct policy_rule *p_rules;
+	size_t		 p_nrules;
+	struct policy_limits p_limits;
+	char		 p_hash[65];	/* hex SHA-256 of the file's bytes */
+};
+
+/* One load error: where and why.  Every error of a document is collected. */
+struct policy_error {
+	char		*pe_file;	/* file name (or the name given to policy_load_buf) */
+	char		*pe_path;	/* JSON path, e.g. "$.rules[1].ports[0]" */
+	int		 pe_line;	/* 0 when unknown */
+	int		 pe_column;
+	char		*pe_reason;
+};
+
+struct policy_errors {
+	struct policy_error *v;
+	size_t		 n;
+};
+
+/*
+ * Loads and validates a policy.  Returns the policy, to be released with policy_free(),
+ * or NULL with every error found appended to *errs (release with
+ * policy_errors_free()).  errs may be NULL.
+ */
+struct policy *policy_load_file(const char *file, struct policy_errors *errs);
+struct policy *policy_load_buf(const char *buf, size_t len, const char *name,
+	    struct policy_errors *errs);
+void	policy_free(struct policy *p);
+void	policy_errors_free(struct policy_errors *errs);
+/* Formats one error as "file:line:col: $.path: reason" (line:col omitted when 0). */
+int	policy_error_fmt(const struct policy_error *e, char *buf, size_t len);
+
+/* Stable reason codes for denials (the README lists them). */
+enum policy_reason {
+	POLICY_REASON_NONE = 0,
+	POLICY_REASON_INVALID_NAME,		/* "invalid_name" */
+	POLICY_REASON_IP_LITERAL,		/* "ip_literal_name" */
+	POLICY_REASON_NAME_NOT_ALLOWED,		/* "name_not_allowed" */
+	POLICY_REASON_PORT_NOT_ALLOWED,		/* "port_not_allowed" */
+	POLICY_REASON_PROTOCOL_NOT_ALLOWED,	/* "protocol_not_allowed" */
+	POLICY_REASON_METHOD_NOT_ALLOWED,	/* "method_not_allowed" */
+	POLICY_REASON_PATH_NOT_ALLOWED,		/* "path_not_allowed" */
+	POLICY_REASON_INVALID_PATH,		/* "invalid_path" */
+	POLICY_REASON_ADDRESS_NOT_ALLOWED,	/* "address_not_allowed" */
+	POLICY_REASON_ADDRESS_IN_FLOOR,		/* "address_in_floor" */
+	POLICY_REASON_PRIVATE_ADDRESS,		/* "private_address" */
+};
+const char *policy_reason_str(enum policy_reason r);
+
+/* What the proxy saw of a connection or request. */
+struct policy_query {
+	const char	*pq_host;	/* raw, as the VM presented it; NULL: use pq_addr */
+	const struct netaddr *pq_addr;	/* destination address, for cidr rules */
+	uint16_t	 pq_port;
+	enum policy_proto pq_proto;	/* what the first bytes were */
+	const char	*pq_method;	/* NULL: connection-level decision only */
+	const char	*pq_path;	/* raw request target path (no query string) */
+};
+
+struct policy_verdict {
+	int		 pv_allow;	/* 1: let it through (also in report mode) */
+	int		 pv_would_deny;	/* report mode: enforce would have denied */
+	enum policy_reason pv_reason;	/* why it was (or would be) denied */
+	const struct policy_rule *pv_rule; /* the rule that decided, or NULL */
+	enum policy_tls	 pv_tls;	/* splice or inspect, when allowed */
+};
+
+/*
+ * First-match evaluation: the first rule whose host (or cidr) and port match decides.
+ * Names go through hostname_normalize() first.  With pq_method set, the rule's
+ * methods and path globs are checked too.  Never fails: a malformed query is a denial
+ * with its reason.  Returns pv_allow.
+ */
+int	policy_decide(const struct policy *p, const struct policy_query *q,
+	    struct policy_verdict *v);
+
+/*
+ * Path normaliser: decodes percent-encoded unreserved characters, resolves "." and
+ * ".." without leaving the root, collapses nothing else.  Refuses encoded '/', '\',
+ * NUL, any control byte, a raw '\', and a path not starting with '/'.  Stops at '?' or
+ * '#'.  Writes to out (outlen bytes).  Returns 0 or -1.
+ */
+int	policy_path_normalize(const char *in, size_t len, char *out, size_t outlen);
+
+/* Glob match: '*' within one segment, '**' across segments (0 or more). 1 on match. */
+int	policy_path_match(const char *glob, const char *path);
+
+#endif
