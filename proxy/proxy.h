@@ -1,0 +1,94 @@
+/*
+ * proxy/proxy.h: airlockd's private header.  The seams between the daemon core
+ * (proxy.c: workers, sandbox registry, control socket, reload), the connection path
+ * (proxy_conn*.c: peek, decide, dial, relay) and policy DNS (proxy_dns*.c, proxy_map.c).
+ * Prototypes are grouped by the file that defines them.
+ */
+#ifndef AIRLOCK_PROXY_H
+#define AIRLOCK_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audit.h"
+#include "config.h"
+#include "netaddr.h"
+#include "policy.h"
+#include "sandbox.h"
+
+struct event_base;
+struct evdns_base;
+struct proxy_map;
+
+/*
+ * One sandbox as the daemon knows it.  Registry entries are reference counted: a
+ * connection or DNS query holds a reference for as long as it uses the entry.  The
+ * policy pointer is swapped on reload under the registry lock; readers take
+ * proxy_sandbox_policy() (a counted reference) rather than reading ps_policy directly.
+ */
+struct proxy_policy {
+	struct policy	*pp_policy;
+	unsigned int	 pp_refs;	/* atomic */
+};
+
+struct proxy_sandbox {
+	struct sandbox	 ps_rec;		/* the state-dir record */
+	struct proxy_policy *ps_policy;		/* guarded by the registry lock */
+	struct proxy_map *ps_map;		/* name <-> mapped address, own lock */
+	unsigned int	 ps_refs;		/* atomic */
+	int		 ps_dead;		/* removed from the registry */
+	/* counters and limits: atomics, owned by proxy.c */
+	uint64_t	 ps_conns_live;
+	uint64_t	 ps_allowed;
+	uint64_t	 ps_denied;
+	uint64_t	 ps_bytes_up;
+	uint64_t	 ps_bytes_down;
+};
+
+/* proxy.c: the daemon core */
+/* The sandbox whose guest address is src, referenced; NULL if none. */
+struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
+void	proxy_sandbox_put(struct proxy_sandbox *ps);
+/* The sandbox's current policy, referenced; release with proxy_policy_put(). */
+struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
+void	proxy_policy_put(struct proxy_policy *pp);
+/* The daemon's configuration and audit log (valid for the process lifetime). */
+const struct airlock_config *proxy_config(void);
+struct audit_log *proxy_audit(void);
+
+/* proxy_map.c: per-sandbox mapped addresses (thread-safe, bounded LRU) */
+/*
+ * A table handing out addresses from pool for names; at most max entries, the least
+ * recently used one recycled when full.  Returned table freed with proxy_map_free().
+ */
+struct proxy_map *proxy_map_new(const struct netaddr_cidr *pool, size_t max);
+void	proxy_map_free(struct proxy_map *m);
+/* The (stable) mapped address for a normalised name, allocated if new.  0 or -1. */
+int	proxy_map_name_to_addr(struct proxy_map *m, const char *name,
+	    struct netaddr *out);
+/* The name mapped to a, copied to out[outlen].  0 if mapped, -1 if not. */
+int	proxy_map_addr_to_name(struct proxy_map *m, const struct netaddr *a,
+	    char *out, size_t outlen);
+
+/* proxy_dns.c: policy DNS over UDP and TCP on the dns_port (fds bound by proxy.c) */
+struct proxy_dns;
+/* Returned server freed with proxy_dns_free(); NULL on failure. */
+struct proxy_dns *proxy_dns_new(struct event_base *base, int udp_fd, int tcp_fd);
+void	proxy_dns_free(struct proxy_dns *d);
+
+/* proxy_conn.c: the connection path (accept -> peek -> decide -> dial -> relay) */
+struct proxy_worker;
+/*
+ * Starts accepting on the proxy listener fd in this worker's event base.
+ * evdns is the worker's resolver (host's /etc/hosts + resolv.conf).
+ */
+struct proxy_worker *proxy_worker_new(struct event_base *base, int listen_fd,
+	    struct evdns_base *evdns);
+void	proxy_worker_free(struct proxy_worker *w);
+/*
+ * Closes this worker's live connections that the sandbox's current policy no longer
+ * allows (called in each worker's thread after a reload).
+ */
+void	proxy_worker_recheck(struct proxy_worker *w);
+
+#endif
