@@ -53,6 +53,9 @@ UNIT_TS	:= $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%.t)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/tests/fuzz/%.t)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
+# Small programs the integration tests drive (listeners, generators): tests/tools/*.c
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOLS	:= $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
 
 all: $(BINS) airlock airlockd
 
@@ -91,13 +94,16 @@ $(O)/tests/fuzz/replay.o: tests/fuzz/replay.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-tests: $(UNIT_TS) $(FUZZ_REPLAY) $(BINS) all
+$(O)/tests/tools/%: $(O)/tests/tools/%.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS)
+
+tests: $(UNIT_TS) $(FUZZ_REPLAY) $(TOOLS) $(BINS) all
 
 # The TAP suite: unit tests (no privileges), fuzz corpus replays, integration tests
 # (network namespaces; they skip themselves when not root).
 check: deps
 	$(MAKE) tests
-	AIRLOCK_BUILD=$(O) AIRLOCK=$(CURDIR)/$(O)/airlock AIRLOCKD=$(CURDIR)/$(O)/airlockd \
+	AIRLOCK_BUILD=$(CURDIR)/$(O) AIRLOCK_SRCDIR=$(CURDIR) AIRLOCK=$(CURDIR)/$(O)/airlock AIRLOCKD=$(CURDIR)/$(O)/airlockd \
 	    prove -r $(PROVE_FLAGS) $(O)/tests tests/integration
 
 # libFuzzer builds (clang): make fuzz; then e.g. build/fuzz/fuzz_policy_json corpus/
