@@ -7,6 +7,7 @@
 #ifndef AIRLOCK_PROXY_H
 #define AIRLOCK_PROXY_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,13 +44,89 @@ struct proxy_sandbox {
 	uint64_t	 ps_denied;
 	uint64_t	 ps_bytes_up;
 	uint64_t	 ps_bytes_down;
+	uint64_t	 ps_dns_queries;
+	uint64_t	 ps_dns_denied;
+	/* core-private (proxy.c): the policy file in force, under the registry lock */
+	char		 ps_policy_file[PATH_MAX];
+	char		 ps_policy_error[256];	/* last load error, "" if none */
 };
+
+/* The counters of struct proxy_sandbox, for proxy_sandbox_count(). */
+enum proxy_stat {
+	PROXY_STAT_CONNS_LIVE = 0,	/* +1 on accept of a known sandbox, -1 on close */
+	PROXY_STAT_ALLOWED,		/* connections allowed (once per connection) */
+	PROXY_STAT_DENIED,		/* connections denied (once per connection) */
+	PROXY_STAT_BYTES_UP,		/* VM -> origin */
+	PROXY_STAT_BYTES_DOWN,		/* origin -> VM */
+	PROXY_STAT_DNS_QUERIES,		/* every DNS query of the sandbox */
+	PROXY_STAT_DNS_DENIED,		/* NXDOMAIN / refused / rate limited */
+};
+
+/*
+ * Adds n to one of ps's counters (n may be negative only for PROXY_STAT_CONNS_LIVE).
+ * Lock-free and safe from any worker thread.
+ */
+static inline void
+proxy_sandbox_count(struct proxy_sandbox *ps, enum proxy_stat s, int64_t n)
+{
+	uint64_t *c;
+
+	switch (s) {
+	case PROXY_STAT_CONNS_LIVE:
+		c = &ps->ps_conns_live;
+		break;
+	case PROXY_STAT_ALLOWED:
+		c = &ps->ps_allowed;
+		break;
+	case PROXY_STAT_DENIED:
+		c = &ps->ps_denied;
+		break;
+	case PROXY_STAT_BYTES_UP:
+		c = &ps->ps_bytes_up;
+		break;
+	case PROXY_STAT_BYTES_DOWN:
+		c = &ps->ps_bytes_down;
+		break;
+	case PROXY_STAT_DNS_QUERIES:
+		c = &ps->ps_dns_queries;
+		break;
+	case PROXY_STAT_DNS_DENIED:
+		c = &ps->ps_dns_denied;
+		break;
+	default:
+		return;
+	}
+	/* Unsigned wrap-around makes a negative n a subtraction. */
+	__atomic_fetch_add(c, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+/* Reads one counter (for stats). */
+static inline uint64_t
+proxy_sandbox_counter(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/*
+ * 1 once the sandbox was removed (sandbox_remove, or its record disappeared on
+ * reload): proxy_worker_recheck() closes every connection of a dead sandbox, and
+ * proxy_sandbox_find() no longer returns it.
+ */
+static inline int
+proxy_sandbox_is_dead(const struct proxy_sandbox *ps)
+{
+	return __atomic_load_n(&ps->ps_dead, __ATOMIC_ACQUIRE);
+}
 
 /* proxy.c: the daemon core */
 /* The sandbox whose guest address is src, referenced; NULL if none. */
 struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
 void	proxy_sandbox_put(struct proxy_sandbox *ps);
-/* The sandbox's current policy, referenced; release with proxy_policy_put(). */
+/*
+ * The sandbox's current policy, referenced; release with proxy_policy_put().  Never
+ * NULL: a sandbox whose policy never loaded has an empty policy (no rules, so every
+ * decision is a denial; p_name "none", p_hash "").
+ */
 struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
 void	proxy_policy_put(struct proxy_policy *pp);
 /* The daemon's configuration and audit log (valid for the process lifetime). */
