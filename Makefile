@@ -71,7 +71,7 @@ define part_rules
 $(call part_lib,$(1)): $(patsubst %.c,$(O)/%.o,$(call part_srcs,$(1)))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
-	$$(AR) rcs $$@ $$^ $$(if $$^,,/dev/null)
+	$$(if $$^,$$(AR) rcs $$@ $$^,printf '!<arch>\n' > $$@)
 endef
 $(foreach p,$(PARTS),$(eval $(call part_rules,$(p))))
 
