@@ -43,16 +43,26 @@ int	netaddr_cidr_contains(const struct netaddr_cidr *c, const struct netaddr *a)
 /* Writes the canonical text form into buf (NETADDR_STRLEN bytes). Returns buf. */
 const char *netaddr_fmt(const struct netaddr *a, char *buf, size_t len);
 
-/* Fills from / converts to a sockaddr (sin or sin6). */
+/*
+ * Fills *out (and *port, host order, if not NULL) from a sockaddr_in or sockaddr_in6.
+ * An IPv4-mapped sin6 (a dual-stack socket's IPv4 peer) becomes AF_INET.  Returns 0,
+ * or -1 for another family.
+ */
 int	netaddr_from_sockaddr(const struct sockaddr *sa, struct netaddr *out,
 	    uint16_t *port);
+/* Fills *ss and *sslen for connect()/bind(); port in host order.  Returns 0 or -1. */
+int	netaddr_to_sockaddr(const struct netaddr *a, uint16_t port,
+	    struct sockaddr_storage *ss, socklen_t *sslen);
 int	netaddr_equal(const struct netaddr *a, const struct netaddr *b);
 
 /*
  * If a is an IPv6 address that embeds an IPv4 one (IPv4-mapped ::ffff:0:0/96,
  * IPv4-compatible ::/96 other than :: and ::1, NAT64 64:ff9b::/96 and 64:ff9b:1::/48,
  * 6to4 2002::/16, Teredo 2001::/32 (the client address, bits inverted)), stores it in
- * *v4 and returns 1; otherwise 0.
+ * *v4 and returns 1; otherwise 0.  Also IPv4-translated ::ffff:0:0:0/96 (RFC 2765).
+ * For 64:ff9b:1::/48 the last 32 bits are returned (the /96 layout);
+ * netaddr_classify() additionally checks the RFC 6052 /48 layout and keeps the
+ * stricter answer.
  */
 int	netaddr_embedded_v4(const struct netaddr *a, struct netaddr *v4);
 
@@ -69,6 +79,16 @@ enum netaddr_class {
  * 0/8, the cloud metadata addresses, reserved 240/4.  Private: 10/8, 172.16/12,
  * 192.168/16, 100.64/10, fc00::/7, 192.0.0/24, 198.18/15, and the documentation nets.
  * The host's own addresses are not known here; the caller adds them.
+ *
+ * Floor ("why"): 0.0.0.0 "unspecified", 0/8 "this-network", 127/8 "loopback",
+ * 169.254.169.254, 169.254.170.2, 100.100.100.200, 168.63.129.16 and fd00:ec2::254
+ * "metadata", the rest of 169.254/16 and fe80::/10 "link-local", 224/4 and ff00::/8
+ * "multicast", 255.255.255.255 "broadcast", 240/4 "reserved", :: "unspecified",
+ * ::1 "loopback".  Private: 10/8, 172.16/12, 192.168/16 "rfc1918", 100.64/10 "cgnat",
+ * 192.0.0/24 "ietf-protocol", 198.18/15 "benchmark", 192.0.2/24, 198.51.100/24,
+ * 203.0.113/24 and 2001:db8::/32 "documentation", fc00::/7 "unique-local",
+ * fec0::/10 "site-local", 100::/64 "discard".  Anything else: NETADDR_PUBLIC, "public".
+ * An IPv4-embedding IPv6 address gets its IPv4 address's class and name.
  */
 enum netaddr_class netaddr_classify(const struct netaddr *a, const char **why);
 
