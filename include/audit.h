@@ -1,8 +1,29 @@
 /*
  * include/audit.h: the tamper-evident audit log (JSON Lines, DESIGN.md "Audit log").
- * Each line carries seq, prev (the previous line's hash) and hash (SHA-256 over the
- * record's canonical serialisation without "hash"), so an edit, deletion, insertion or
- * reordering is found by audit_verify().  Implemented in audit/.
+ * Implemented in audit/.
+ *
+ * Each line is one JSON object written by jansson (compact, ASCII only: every control
+ * character, quote, backslash and non-ASCII character is escaped, so no field can
+ * start a second line or forge a key).  Field order: ts, seq, sandbox, event, src, dst,
+ * tls, method, path, status, decision, rule, reason, would_deny, inject, bytes_up,
+ * bytes_down, ms, extra fields, prev, hash.
+ *
+ * The hash chain.  A line is  B + ',"hash":"' + H + '"}' + '\n'  where B is the
+ * record up to and including the prev field ('{"ts":...,"prev":"<64 hex>"').  H is
+ * the lowercase hex SHA-256 (or, with a key, HMAC-SHA-256) of the bytes  B + '}'  --
+ * the exact bytes of the line, so a verifier never re-serialises anything and two
+ * JSON libraries can never disagree about what was hashed.  prev is the previous
+ * record's H; the first record of a chain has seq 1 and prev = 64 zeros.  seq and
+ * prev continue across audit_close()/audit_open() and across rotation (path.1).
+ *
+ * What the chain proves: an edit of any byte, a deleted, inserted, duplicated or
+ * reordered record is found by the verifier.  What it cannot prove on its own: that
+ * records were cut off the END of the log (the remaining prefix is a valid chain) --
+ * that needs an anchor kept elsewhere (the head hash/seq, `verify --head/--expect-seq`);
+ * and that the whole file was not rewritten by someone who can also recompute
+ * SHA-256 -- an HMAC key that this someone cannot read (audit_open_keyed, verified
+ * with the same key) or shipping the lines off-host as they are written is the
+ * remedy for that.
  *
  * The API takes secret *names* only: it has no field for a secret's value.
  */
@@ -59,29 +80,176 @@ struct audit_record {
 	long long	 ar_ms;
 	const struct audit_kv *ar_extra; /* ar_nextra extra fields */
 	size_t		 ar_nextra;
+	long long	 ar_ts_ms;	/* ms since the epoch; 0 (default): now */
 };
 #define AUDIT_RECORD_INIT { .ar_status = -1, .ar_bytes_up = -1, \
 	.ar_bytes_down = -1, .ar_ms = -1 }
 
 struct audit_log;
 
+/* Bounds on one record (longer strings are cut and end in AUDIT_TRUNC_MARK). */
+#define AUDIT_PATH_MAX		2048	/* ar_path */
+#define AUDIT_STR_MAX		256	/* every other string, inject names */
+#define AUDIT_EXTRA_STR_MAX	1024	/* string values of extra fields */
+#define AUDIT_EXTRA_MAX		32	/* ar_nextra */
+#define AUDIT_INJECT_MAX	32	/* names in ar_inject */
+#define AUDIT_TRUNC_MARK	"...[truncated]"
+/* Readers refuse lines longer than this (the writer stays far below it). */
+#define AUDIT_LINE_MAX		(1024 * 1024)
+#define AUDIT_HASH_HEX		64
+#define AUDIT_ZERO_HASH	/* prev of a chain's first record */ \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+#define AUDIT_KEY_MAX		64	/* HMAC key bytes */
+
 /*
- * Opens (creating 0600) or continues the log at path: reads the last line to continue
- * seq and the hash chain.  If the file is empty and a rotated predecessor exists
- * (path.1), the chain continues from it.  Returns the log, to be closed with
- * audit_close(), or NULL with a message in err.
+ * Reads an HMAC key file: 1..AUDIT_KEY_MAX raw bytes (e.g. `head -c 32 /dev/urandom`),
+ * a regular file with no group or other permissions.  Returns 0 with the key in
+ * key[0..*len-1] (wipe it after use), or -1 with a message in err.
+ */
+int	audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *len,
+	    char *err, size_t errlen);
+
+/*
+ * Opens (creating 0600, O_APPEND) or continues the log at path: reads and checks the
+ * last line to continue seq and the hash chain.  If the file is empty or missing and a
+ * rotated predecessor exists (path.1), the chain continues from path.1's last record.
+ * Refuses (NULL) a file whose last line is torn (no '\n') or does not verify: nothing
+ * is ever appended after garbage.  Returns the log, to be released with audit_close(),
+ * or NULL with a message in err.
  */
 struct audit_log *audit_open(const char *path, enum audit_fsync fs, char *err,
 	    size_t errlen);
-/* Appends one record, flushes, fsyncs per policy.  Returns 0 or -1 (errno set). */
+/*
+ * The same with an HMAC-SHA-256 key (1..AUDIT_KEY_MAX bytes, copied; the copy is wiped
+ * by audit_close()): lines are then verifiable only with that key.
+ */
+struct audit_log *audit_open_keyed(const char *path, enum audit_fsync fs,
+	    const unsigned char *key, size_t keylen, char *err, size_t errlen);
+/*
+ * Appends one record with one write(2) loop and fsyncs per policy; thread-safe.
+ * Returns 0, or -1 with errno set: EINVAL for a malformed record (unknown event,
+ * decision other than "allow"/"deny", an extra key that is not [a-z0-9_]{1,32} or
+ * names a standard field, too many extra fields or inject names), EIO if an earlier
+ * failed write could not be undone (the log then refuses every write), or the errno
+ * of write/fsync.  A failed write leaves the file and the chain as they were.
+ */
 int	audit_write(struct audit_log *log, const struct audit_record *r);
+/*
+ * After the file was renamed away (logrotate), opens path anew and continues the
+ * chain there.  Refuses (-1, err) if what is on disk does not end where this log's
+ * chain ends; the old file then stays in use.
+ */
+int	audit_reopen(struct audit_log *log, char *err, size_t errlen);
+/* Last record's seq (0 if none) and hash (hex, 65 bytes with NUL) of the chain. */
+long long audit_head(struct audit_log *log, char hash[AUDIT_HASH_HEX + 1]);
 void	audit_close(struct audit_log *log);
 const char *audit_event_str(enum audit_event ev);
 
 /*
- * Checks the chain of the file at path.  Returns 0 when intact; otherwise -1 and
- * *bad_line (1-based) and why (a message in why[whylen]) name the first bad line.
+ * Checks the chain of the file at path on its own (a chain continuing from an earlier
+ * file is accepted).  Returns 0 when intact; otherwise -1 and *bad_line (1-based, 0 if
+ * the file could not be read) and why (a message in why[whylen]) name the first bad line.
  */
 int	audit_verify(const char *path, long long *bad_line, char *why, size_t whylen);
+
+/*
+ * The verifier, one line at a time, carrying the chain across files (rotation order,
+ * oldest first).  Initialise with audit_chain_init(); the key is borrowed.
+ */
+struct audit_chain {
+	const unsigned char *ac_key;		/* HMAC key or NULL */
+	size_t		 ac_keylen;
+	int		 ac_started;		/* a record was seen */
+	long long	 ac_seq;		/* last record's seq */
+	char		 ac_head[AUDIT_HASH_HEX + 1];	/* last record's hash */
+	char		 ac_prev[AUDIT_HASH_HEX + 1];	/* last record's prev */
+	long long	 ac_first_seq;		/* first record of the chain */
+	char		 ac_first_prev[AUDIT_HASH_HEX + 1];
+	const char	*ac_want_hash;		/* anchor (--head), or NULL */
+	long long	 ac_want_seq;		/* anchor seq (--expect-seq), or 0 */
+	int		 ac_anchor_found;	/* a record had ac_want_hash */
+	long long	 ac_anchor_seq;
+};
+void	audit_chain_init(struct audit_chain *c, const unsigned char *key,
+	    size_t keylen);
+/*
+ * Checks one line (without its '\n'; any bytes) against the chain and advances it.
+ * Returns 0, or -1 with the reason in why.
+ */
+int	audit_chain_add(struct audit_chain *c, const char *line, size_t len,
+	    char *why, size_t whylen);
+
+/* What audit_verify_file() saw in one file. */
+struct audit_file_result {
+	long long	 afr_records;
+	long long	 afr_first_seq;
+	long long	 afr_last_seq;
+	char		 afr_first_prev[AUDIT_HASH_HEX + 1];
+	char		 afr_head[AUDIT_HASH_HEX + 1];
+};
+/*
+ * Feeds every line of the file at path to c.  Returns 0 if every line is good and the
+ * file ends in '\n' (or is empty); otherwise -1 with *bad_line (0: unreadable) and why.
+ */
+int	audit_verify_file(const char *path, struct audit_chain *c,
+	    struct audit_file_result *res, long long *bad_line, char *why,
+	    size_t whylen);
+
+/*
+ * Streaming line reader for files of any size: audit_reader_next() returns 1 with a
+ * line (without '\n', *complete = 0 for a last line with no '\n'; valid until the
+ * next call), 0 at the end, -1 on error (errno; E2BIG: line over AUDIT_LINE_MAX).
+ * path "-" reads stdin.  Release with audit_reader_close().
+ */
+struct audit_reader;
+struct audit_reader *audit_reader_open(const char *path);
+int	audit_reader_next(struct audit_reader *r, const char **line, size_t *len,
+	    int *complete);
+void	audit_reader_close(struct audit_reader *r);
+
+/*
+ * "2026-11-30T12:00:00.123Z", "2026-11-30T12:00:00Z", "2026-11-30T12:00:00+02:00"
+ * (no zone: UTC) or "2026-11-30" to ms since the epoch.  With end != 0 the result is
+ * the last ms of the precision given (end of the second or of the day), for an
+ * inclusive --until.  Returns 0 or -1.
+ */
+int	audit_time_parse(const char *s, int end, long long *ms);
+/* Formats ms since the epoch as "2026-11-30T12:00:00.123Z" (buf >= 25 bytes). */
+void	audit_time_format(long long ms, char *buf, size_t len);
+
+/*
+ * Query and summary (airlock audit query|summary).  Read tools: they judge no
+ * integrity (that is audit verify) and only warn on stderr about lines that are not
+ * JSON records.  Strings are NULL when a filter is not set.
+ *	af_host: "name" exact, ".suffix" the name or any name below it, "*.suffix" only
+ *	names below it; case-insensitive, trailing dot ignored; matched against the host
+ *	part of dst (or the "qname" of a dns record without dst).
+ *	af_since/af_until: inclusive bounds in ms (see audit_time_parse), -1 for none.
+ */
+struct audit_filter {
+	const char	*af_sandbox;
+	const char	*af_decision;
+	const char	*af_host;
+	const char	*af_event;
+	long long	 af_since;
+	long long	 af_until;
+};
+#define AUDIT_FILTER_INIT { .af_since = -1, .af_until = -1 }
+/* 1 if host (as in a record) matches the --host pattern, else 0. */
+int	audit_host_match(const char *pattern, const char *host);
+/*
+ * Prints the matching records of the files paths[0..n-1] (in that order) to out:
+ * one readable line each, or the raw lines with json.  Warnings go to errf.
+ * Returns 0, or -1 with a message in err (unreadable file, line too long).
+ */
+int	audit_query(char *const *paths, int n, const struct audit_filter *f, int json,
+	    FILE *out, FILE *errf, char *err, size_t errlen);
+/*
+ * Prints per sandbox the hosts allowed and denied (counts, first and last seen) and
+ * the counts per reason, then totals per reason, over the files paths[0..n-1].
+ * Returns 0, or -1 with a message in err.
+ */
+int	audit_summary(char *const *paths, int n, int json, FILE *out, FILE *errf,
+	    char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,606 @@
+/*
+ * audit/audit_write.c: the writer.  One mutex serialises records: seq, prev and the
+ * file offset must advance together, and each line goes out with one write(2) loop
+ * so a reader never sees two records interleaved.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+
+#include "audit.h"
+#include "audit_int.h"
+
+#define TAIL_CHUNK	(64 * 1024)
+
+struct audit_log {
+	pthread_mutex_t	 lg_mtx;
+	char		*lg_path;
+	int		 lg_fd;
+	off_t		 lg_size;	/* bytes in the file after our last write */
+	enum audit_fsync lg_fsync;
+	int		 lg_broken;	/* a torn write could not be undone */
+	long long	 lg_seq;	/* last record's seq, 0 before the first */
+	char		 lg_head[AUDIT_HASH_HEX + 1];
+	unsigned char	 lg_key[AUDIT_KEY_MAX];
+	size_t		 lg_keylen;
+};
+
+static const char *const audit_events[] = {
+	[AUDIT_EV_DNS] = "dns",
+	[AUDIT_EV_CONNECT] = "connect",
+	[AUDIT_EV_REQUEST] = "request",
+	[AUDIT_EV_DENY] = "deny",
+	[AUDIT_EV_EXFIL] = "exfil",
+	[AUDIT_EV_SANDBOX] = "sandbox",
+	[AUDIT_EV_CONFIG] = "config",
+};
+
+/* Field names an extra key may not take: it would shadow or forge them. */
+static const char *const audit_reserved[] = {
+	"ts", "seq", "sandbox", "event", "src", "dst", "tls", "method", "path",
+	"status", "decision", "rule", "reason", "would_deny", "inject", "bytes_up",
+	"bytes_down", "ms", "prev", "hash",
+};
+
+const char *
+audit_event_str(enum audit_event ev)
+{
+	if ((unsigned int)ev >= sizeof(audit_events) / sizeof(audit_events[0]))
+		return NULL;
+	return audit_events[ev];
+}
+
+/*
+ * Reads and checks the last line of the file open on fd (size bytes): *seq and head
+ * get its seq and hash.  An empty file gives seq 0 and the zero hash.  Returns 0, or
+ * -1 with err for a torn last line, an unreadable or a bad record.
+ */
+static int
+log_tail(int fd, off_t size, const char *path, const unsigned char *key,
+    size_t keylen, long long *seq, char head[AUDIT_HASH_HEX + 1], char *err,
+    size_t errlen)
+{
+	struct audit_line al;
+	char why[256], *buf = NULL, *line;
+	size_t want, got, len;
+	ssize_t n;
+	int rv = -1;
+
+	*seq = 0;
+	memcpy(head, AUDIT_ZERO_HASH, AUDIT_HASH_HEX + 1);
+	if (size == 0)
+		return 0;
+	/* Most records are far below TAIL_CHUNK; a longer last line is read whole. */
+	want = (size_t)size < TAIL_CHUNK ? (size_t)size : TAIL_CHUNK;
+	for (;;) {
+		free(buf);
+		if ((buf = malloc(want)) == NULL) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			goto out;
+		}
+		for (got = 0; got < want; got += (size_t)n) {
+			n = pread(fd, buf + got, want - got,
+			    size - (off_t)want + (off_t)got);
+			if (n == -1 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			if (n == -1 || n == 0) {
+				snprintf(err, errlen, "%s: read: %s", path,
+				    n == 0 ? "file shrank" : strerror(errno));
+				goto out;
+			}
+		}
+		if (buf[want - 1] != '\n') {
+			snprintf(err, errlen, "%s: the last line is torn (no "
+			    "newline at the end): refusing to append after it; "
+			    "check the file with `airlock audit verify` and move "
+			    "it aside", path);
+			goto out;
+		}
+		line = memrchr(buf, '\n', want - 1);
+		if (line != NULL || want == (size_t)size)
+			break;
+		if (want > AUDIT_LINE_MAX) {
+			snprintf(err, errlen, "%s: the last line is longer than "
+			    "%d bytes: not an audit log?", path, AUDIT_LINE_MAX);
+			goto out;
+		}
+		want = (size_t)size < AUDIT_LINE_MAX + 2 ? (size_t)size :
+		    AUDIT_LINE_MAX + 2;
+	}
+	line = line != NULL ? line + 1 : buf;
+	len = (size_t)(buf + want - 1 - line);
+	if (audit_line_parse(line, len, key, keylen, &al, why, sizeof(why)) == -1) {
+		snprintf(err, errlen, "%s: the last record does not verify (%s): "
+		    "refusing to continue the chain; check the file with "
+		    "`airlock audit verify` and move it aside", path, why);
+		goto out;
+	}
+	*seq = al.al_seq;
+	memcpy(head, al.al_hash, AUDIT_HASH_HEX + 1);
+	rv = 0;
+ out:
+	free(buf);
+	return rv;
+}
+
+/*
+ * Opens path for appending and finds where its chain ends: in path itself, or if it
+ * is empty in path.1 (the file it was rotated to), or nowhere (a new chain).
+ * Returns 0 with *fdp, *sizep, *seq and head set, or -1 with err.
+ */
+static int
+log_open_fd(const char *path, const unsigned char *key, size_t keylen, int *fdp,
+    off_t *sizep, long long *seq, char head[AUDIT_HASH_HEX + 1], char *err,
+    size_t errlen)
+{
+	char rotated[4096];
+	struct stat st;
+	int fd = -1, rfd = -1, rv = -1;
+
+	if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0600)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto out;
+	}
+	if (st.st_size > 0) {
+		if (log_tail(fd, st.st_size, path, key, keylen, seq, head, err,
+		    errlen) == -1)
+			goto out;
+	} else {
+		if ((size_t)snprintf(rotated, sizeof(rotated), "%s.1", path) >=
+		    sizeof(rotated)) {
+			snprintf(err, errlen, "%s: path too long", path);
+			goto out;
+		}
+		if ((rfd = open(rotated, O_RDONLY | O_CLOEXEC)) == -1) {
+			if (errno != ENOENT) {
+				snprintf(err, errlen, "%s: %s", rotated,
+				    strerror(errno));
+				goto out;
+			}
+			*seq = 0;
+			memcpy(head, AUDIT_ZERO_HASH, AUDIT_HASH_HEX + 1);
+		} else {
+			struct stat rst;
+
+			if (fstat(rfd, &rst) == -1) {
+				snprintf(err, errlen, "%s: %s", rotated,
+				    strerror(errno));
+				goto out;
+			}
+			if (log_tail(rfd, rst.st_size, rotated, key, keylen, seq,
+			    head, err, errlen) == -1)
+				goto out;
+		}
+	}
+	*fdp = fd;
+	fd = -1;	/* transferred */
+	*sizep = st.st_size;
+	rv = 0;
+ out:
+	if (fd != -1)
+		close(fd);
+	if (rfd != -1)
+		close(rfd);
+	return rv;
+}
+
+struct audit_log *
+audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key,
+    size_t keylen, char *err, size_t errlen)
+{
+	struct audit_log *log = NULL;
+
+	if (key != NULL && (keylen == 0 || keylen > AUDIT_KEY_MAX)) {
+		snprintf(err, errlen, "%s: the audit key must be 1 to %d bytes",
+		    path, AUDIT_KEY_MAX);
+		goto error;
+	}
+	if ((log = calloc(1, sizeof(*log))) == NULL ||
+	    (log->lg_path = strdup(path)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto error;
+	}
+	log->lg_fd = -1;
+	log->lg_fsync = fs;
+	if (key != NULL) {
+		memcpy(log->lg_key, key, keylen);
+		log->lg_keylen = keylen;
+	}
+	if (log_open_fd(path, log->lg_keylen ? log->lg_key : NULL, log->lg_keylen,
+	    &log->lg_fd, &log->lg_size, &log->lg_seq, log->lg_head, err,
+	    errlen) == -1)
+		goto error;
+	if ((errno = pthread_mutex_init(&log->lg_mtx, NULL)) != 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(log->lg_fd);
+		goto error;
+	}
+	return log;
+ error:
+	if (log != NULL) {
+		OPENSSL_cleanse(log->lg_key, sizeof(log->lg_key));
+		free(log->lg_path);
+		free(log);
+	}
+	return NULL;
+}
+
+struct audit_log *
+audit_open(const char *path, enum audit_fsync fs, char *err, size_t errlen)
+{
+	return audit_open_keyed(path, fs, NULL, 0, err, errlen);
+}
+
+int
+audit_reopen(struct audit_log *log, char *err, size_t errlen)
+{
+	char head[AUDIT_HASH_HEX + 1];
+	long long seq;
+	off_t size;
+	int fd = -1, rv = -1;
+
+	pthread_mutex_lock(&log->lg_mtx);
+	if (log_open_fd(log->lg_path, log->lg_keylen ? log->lg_key : NULL,
+	    log->lg_keylen, &fd, &size, &seq, head, err, errlen) == -1)
+		goto out;
+	if (seq != log->lg_seq || strcmp(head, log->lg_head) != 0) {
+		snprintf(err, errlen, "%s: the chain on disk ends at seq %lld, "
+		    "this log's at seq %lld: keeping the old file", log->lg_path,
+		    seq, log->lg_seq);
+		goto out;
+	}
+	close(log->lg_fd);
+	log->lg_fd = fd;
+	fd = -1;	/* transferred */
+	log->lg_size = size;
+	log->lg_broken = 0;
+	rv = 0;
+ out:
+	pthread_mutex_unlock(&log->lg_mtx);
+	if (fd != -1)
+		close(fd);
+	return rv;
+}
+
+long long
+audit_head(struct audit_log *log, char hash[AUDIT_HASH_HEX + 1])
+{
+	long long seq;
+
+	pthread_mutex_lock(&log->lg_mtx);
+	seq = log->lg_seq;
+	memcpy(hash, log->lg_head, AUDIT_HASH_HEX + 1);
+	pthread_mutex_unlock(&log->lg_mtx);
+	return seq;
+}
+
+void
+audit_close(struct audit_log *log)
+{
+	if (log == NULL)
+		return;
+	if (log->lg_fd != -1)
+		close(log->lg_fd);
+	pthread_mutex_destroy(&log->lg_mtx);
+	OPENSSL_cleanse(log->lg_key, sizeof(log->lg_key));
+	free(log->lg_path);
+	free(log);
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;	/* overlong */
+		else if (c == 0xed)
+			hi = 0x9f;	/* surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;	/* overlong */
+		else if (c == 0xf4)
+			hi = 0x8f;	/* above U+10FFFF */
+	} else
+		return 0;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/*
+ * A JSON string of at most max bytes of UTF-8 from s: invalid UTF-8 becomes U+FFFD,
+ * and a longer string is cut at a character boundary and ends in AUDIT_TRUNC_MARK.
+ * Returns a new reference, or NULL (ENOMEM).
+ */
+static json_t *
+str_new(const char *s, size_t max)
+{
+	static const char repl[] = "\xef\xbf\xbd";
+	const size_t marklen = sizeof(AUDIT_TRUNC_MARK) - 1;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, o = 0, cut = 0, cl;
+	json_t *j = NULL;
+	char *buf;
+
+	if ((buf = malloc(max + 1)) == NULL)
+		return NULL;
+	while (i < n) {
+		const void *src;
+		size_t adv;
+
+		if ((cl = utf8_len(p + i, n - i)) == 0) {
+			src = repl;
+			cl = 3;
+			adv = 1;
+		} else {
+			src = p + i;
+			adv = cl;
+		}
+		if (o + cl > max) {
+			memcpy(buf + cut, AUDIT_TRUNC_MARK, marklen);
+			o = cut + marklen;
+			break;
+		}
+		memcpy(buf + o, src, cl);
+		o += cl;
+		i += adv;
+		if (o + marklen <= max)
+			cut = o;
+	}
+	j = json_stringn(buf, o);
+	free(buf);
+	return j;
+}
+
+static int
+obj_str(json_t *o, const char *key, const char *s, size_t max)
+{
+	if (s == NULL)
+		return 0;
+	return json_object_set_new(o, key, str_new(s, max));
+}
+
+static int
+obj_num(json_t *o, const char *key, long long v)
+{
+	if (v < 0)
+		return 0;
+	return json_object_set_new(o, key, json_integer(v));
+}
+
+static int
+extra_key_is_valid(const char *k)
+{
+	size_t i, n;
+
+	if (k == NULL || (n = strlen(k)) == 0 || n > 32)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') ||
+		    k[i] == '_'))
+			return 0;
+	for (i = 0; i < sizeof(audit_reserved) / sizeof(audit_reserved[0]); i++)
+		if (strcmp(k, audit_reserved[i]) == 0)
+			return 0;
+	return 1;
+}
+
+/* Whether r is a record we can write (see audit_write() for the rules). */
+static int
+record_is_valid(const struct audit_record *r)
+{
+	size_t i, j;
+
+	if (audit_event_str(r->ar_event) == NULL)
+		return 0;
+	if (r->ar_decision != NULL && strcmp(r->ar_decision, "allow") != 0 &&
+	    strcmp(r->ar_decision, "deny") != 0)
+		return 0;
+	if (r->ar_nextra > AUDIT_EXTRA_MAX || (r->ar_nextra > 0 &&
+	    r->ar_extra == NULL))
+		return 0;
+	for (i = 0; i < r->ar_nextra; i++) {
+		if (!extra_key_is_valid(r->ar_extra[i].ak_key))
+			return 0;
+		for (j = 0; j < i; j++)
+			if (strcmp(r->ar_extra[i].ak_key,
+			    r->ar_extra[j].ak_key) == 0)
+				return 0;
+	}
+	if (r->ar_inject != NULL) {
+		for (i = 0; r->ar_inject[i] != NULL; i++)
+			if (i >= AUDIT_INJECT_MAX)
+				return 0;
+	}
+	return 1;
+}
+
+/*
+ * The record's line up to and including prev (no closing brace yet), as a new
+ * string to free(); NULL on ENOMEM.
+ */
+static char *
+record_build(const struct audit_record *r, long long ts_ms, long long seq,
+    const char *prev)
+{
+	char ts[32];
+	json_t *o = NULL, *a;
+	char *s = NULL;
+	size_t i;
+	int e = 0;
+
+	audit_time_format(ts_ms, ts, sizeof(ts));
+	if ((o = json_object()) == NULL)
+		goto out;
+	e |= json_object_set_new(o, "ts", json_string(ts));
+	e |= json_object_set_new(o, "seq", json_integer(seq));
+	e |= obj_str(o, "sandbox", r->ar_sandbox, AUDIT_STR_MAX);
+	e |= json_object_set_new(o, "event",
+	    json_string(audit_event_str(r->ar_event)));
+	e |= obj_str(o, "src", r->ar_src, AUDIT_STR_MAX);
+	e |= obj_str(o, "dst", r->ar_dst, AUDIT_STR_MAX);
+	e |= obj_str(o, "tls", r->ar_tls, AUDIT_STR_MAX);
+	e |= obj_str(o, "method", r->ar_method, AUDIT_STR_MAX);
+	e |= obj_str(o, "path", r->ar_path, AUDIT_PATH_MAX);
+	e |= obj_num(o, "status", r->ar_status);
+	e |= obj_str(o, "decision", r->ar_decision, AUDIT_STR_MAX);
+	e |= obj_str(o, "rule", r->ar_rule, AUDIT_STR_MAX);
+	e |= obj_str(o, "reason", r->ar_reason, AUDIT_STR_MAX);
+	if (r->ar_would_deny)
+		e |= json_object_set_new(o, "would_deny", json_true());
+	if (r->ar_inject != NULL) {
+		if ((a = json_array()) == NULL ||
+		    json_object_set_new(o, "inject", a) == -1)
+			goto out;
+		for (i = 0; r->ar_inject[i] != NULL; i++)
+			e |= json_array_append_new(a,
+			    str_new(r->ar_inject[i], AUDIT_STR_MAX));
+	}
+	e |= obj_num(o, "bytes_up", r->ar_bytes_up);
+	e |= obj_num(o, "bytes_down", r->ar_bytes_down);
+	e |= obj_num(o, "ms", r->ar_ms);
+	for (i = 0; i < r->ar_nextra; i++) {
+		const struct audit_kv *kv = &r->ar_extra[i];
+
+		e |= json_object_set_new(o, kv->ak_key, kv->ak_str != NULL ?
+		    str_new(kv->ak_str, AUDIT_EXTRA_STR_MAX) :
+		    json_integer(kv->ak_num));
+	}
+	e |= json_object_set_new(o, "prev", json_string(prev));
+	if (e != 0)
+		goto out;
+	/* ENSURE_ASCII: the line is pure ASCII, no raw control or bidi character. */
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+ out:
+	json_decref(o);
+	return s;
+}
+
+static int
+record_needs_fsync(const struct audit_log *log, const struct audit_record *r)
+{
+	switch (log->lg_fsync) {
+	case AUDIT_FSYNC_ALWAYS:
+		return 1;
+	case AUDIT_FSYNC_DENY:
+		return r->ar_event == AUDIT_EV_DENY || r->ar_event == AUDIT_EV_EXFIL ||
+		    (r->ar_decision != NULL && strcmp(r->ar_decision, "deny") == 0);
+	default:
+		return 0;
+	}
+}
+
+int
+audit_write(struct audit_log *log, const struct audit_record *r)
+{
+	char hash[AUDIT_HASH_HEX + 1];
+	char *body = NULL, *line = NULL;
+	struct timespec now;
+	size_t blen, len, done = 0;
+	long long ts_ms;
+	ssize_t n;
+	int saved, rv = -1;
+
+	if (!record_is_valid(r)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&log->lg_mtx);
+	if (log->lg_broken) {
+		errno = EIO;
+		goto out;
+	}
+	/* Taken under the lock so that ts never goes back as seq goes up. */
+	if ((ts_ms = r->ar_ts_ms) <= 0) {
+		if (clock_gettime(CLOCK_REALTIME, &now) == -1)
+			goto out;
+		ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	}
+	if ((body = record_build(r, ts_ms, log->lg_seq + 1, log->lg_head)) == NULL) {
+		errno = ENOMEM;
+		goto out;
+	}
+	/* json_dumps ends the object with '}': the hash covers body exactly. */
+	blen = strlen(body);
+	if (blen < 2 || body[blen - 1] != '}') {
+		errno = EINVAL;
+		goto out;
+	}
+	blen--;
+	if (audit_hash_compute(body, blen, log->lg_keylen ? log->lg_key : NULL,
+	    log->lg_keylen, hash) == -1) {
+		errno = ENOMEM;
+		goto out;
+	}
+	len = blen + sizeof(AUDIT_HASH_SEP) - 1 + AUDIT_HASH_HEX +
+	    sizeof(AUDIT_HASH_END) - 1 + 1;
+	if ((line = malloc(len + 1)) == NULL)
+		goto out;
+	snprintf(line, len + 1, "%.*s%s%s%s\n", (int)blen, body, AUDIT_HASH_SEP,
+	    hash, AUDIT_HASH_END);
+	while (done < len) {
+		if ((n = write(log->lg_fd, line + done, len - done)) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (done < len) {
+		/* Undo a partial line, so the next record does not follow garbage. */
+		saved = errno;
+		if (done > 0 && ftruncate(log->lg_fd, log->lg_size) == -1)
+			log->lg_broken = 1;
+		errno = saved;
+		goto out;
+	}
+	/* The line is in the file: the chain advances even if fsync fails. */
+	log->lg_size += (off_t)len;
+	log->lg_seq++;
+	memcpy(log->lg_head, hash, sizeof(log->lg_head));
+	/* fdatasync: the data and the new size, which is all a reader needs. */
+	if (record_needs_fsync(log, r) && fdatasync(log->lg_fd) == -1)
+		goto out;
+	rv = 0;
+ out:
+	saved = errno;
+	pthread_mutex_unlock(&log->lg_mtx);
+	free(body);
+	free(line);
+	errno = saved;
+	return rv;
+}

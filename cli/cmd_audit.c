@@ -1,0 +1,336 @@
+/*
+ * cli/cmd_audit.c: airlock audit verify|query|summary.
+ *
+ *	airlock audit verify [--strict] [--head HASH] [--expect-seq N]
+ *	    [--key-file FILE] [FILE...]
+ *	airlock audit query [--sandbox S] [--decision allow|deny] [--host H]
+ *	    [--event E] [--since T] [--until T] [--json] [FILE...]
+ *	airlock audit summary [--json] [FILE...]
+ *
+ * Several FILEs are one chain in rotation order, oldest first (audit.jsonl.2
+ * audit.jsonl.1 audit.jsonl).  Without FILE the configured audit path is used.
+ * Options may come before or after the files.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "audit.h"
+#include "cli.h"
+
+#define AUDIT_USAGE \
+	"usage: airlock audit verify [--strict] [--head HASH] [--expect-seq N] " \
+	    "[--key-file FILE] [FILE...]\n" \
+	"       airlock audit query [--sandbox S] [--decision allow|deny] " \
+	    "[--host H] [--event E]\n" \
+	"           [--since T] [--until T] [--json] [FILE...]\n" \
+	"       airlock audit summary [--json] [FILE...]\n"
+
+struct audit_args {
+	char		**aa_files;	/* aa_argv, or aa_conf_path */
+	int		 aa_nfiles;
+	char		**aa_argv;	/* the FILEs of argv; freed by the caller */
+	char		*aa_conf_path[1];
+	struct airlock_config aa_cfg;
+};
+
+/* Room for the FILEs among argc arguments.  Returns 0 or -1. */
+static int
+audit_args_init(struct audit_args *aa, int argc)
+{
+	memset(aa, 0, sizeof(*aa));
+	if ((aa->aa_argv = calloc((size_t)argc, sizeof(char *))) == NULL) {
+		fprintf(stderr, "airlock: out of memory\n");
+		return -1;
+	}
+	aa->aa_files = aa->aa_argv;
+	return 0;
+}
+
+static int
+audit_usage(void)
+{
+	fputs(AUDIT_USAGE, stderr);
+	return 2;
+}
+
+/* Without FILE arguments, the audit path of the configuration. */
+static int
+audit_files_default(const struct cli_ctx *ctx, struct audit_args *aa)
+{
+	if (aa->aa_nfiles > 0)
+		return 0;
+	if (cli_config(ctx, &aa->aa_cfg) == -1)
+		return -1;
+	aa->aa_conf_path[0] = aa->aa_cfg.audit_path;
+	aa->aa_files = aa->aa_conf_path;
+	aa->aa_nfiles = 1;
+	return 0;
+}
+
+/* Takes the value of option argv[*i]; NULL (after a message) if there is none. */
+static const char *
+opt_value(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "airlock: audit: %s needs a value\n", argv[*i]);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static int
+hash_arg(const char *s, char out[AUDIT_HASH_HEX + 1])
+{
+	size_t i;
+
+	if (strlen(s) != AUDIT_HASH_HEX)
+		return -1;
+	for (i = 0; i < AUDIT_HASH_HEX; i++) {
+		char c = s[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -1;
+		out[i] = c;
+	}
+	out[AUDIT_HASH_HEX] = '\0';
+	return 0;
+}
+
+static int
+cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	unsigned char key[AUDIT_KEY_MAX];
+	char head[AUDIT_HASH_HEX + 1], why[512], err[512];
+	struct audit_file_result res;
+	struct audit_chain c;
+	struct audit_args aa;
+	const char *v, *key_file = NULL;
+	char *end;
+	long long bad_line, want_seq = 0;
+	size_t keylen = 0;
+	int i, strict = 0, have_head = 0, started, rv = 2;
+
+	if (audit_args_init(&aa, argc) == -1)
+		return 2;
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--strict") == 0)
+			strict = 1;
+		else if (strcmp(argv[i], "--head") == 0) {
+			if ((v = opt_value(argc, argv, &i)) == NULL)
+				goto out;
+			if (hash_arg(v, head) == -1) {
+				fprintf(stderr, "airlock: audit verify: --head "
+				    "wants 64 hex digits\n");
+				goto out;
+			}
+			have_head = 1;
+		} else if (strcmp(argv[i], "--expect-seq") == 0) {
+			if ((v = opt_value(argc, argv, &i)) == NULL)
+				goto out;
+			errno = 0;
+			want_seq = strtoll(v, &end, 10);
+			if (errno != 0 || *v == '\0' || *end != '\0' ||
+			    want_seq < 1) {
+				fprintf(stderr, "airlock: audit verify: "
+				    "--expect-seq wants a positive number\n");
+				goto out;
+			}
+		} else if (strcmp(argv[i], "--key-file") == 0) {
+			if ((key_file = opt_value(argc, argv, &i)) == NULL)
+				goto out;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "airlock: audit verify: unknown option "
+			    "%s\n", argv[i]);
+			rv = audit_usage();
+			goto out;
+		} else
+			aa.aa_files[aa.aa_nfiles++] = argv[i];
+	}
+	if (audit_files_default(ctx, &aa) == -1)
+		goto out;
+	if (key_file != NULL && audit_key_load(key_file, key, &keylen, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "airlock: %s\n", err);
+		goto out;
+	}
+	audit_chain_init(&c, keylen > 0 ? key : NULL, keylen);
+	c.ac_want_hash = have_head ? head : NULL;
+	c.ac_want_seq = want_seq;
+	rv = 1;
+	for (i = 0; i < aa.aa_nfiles; i++) {
+		const char *f = aa.aa_files[i];
+
+		started = c.ac_started;
+		if (audit_verify_file(f, &c, &res, &bad_line, why,
+		    sizeof(why)) == -1) {
+			if (bad_line == 0) {
+				fprintf(stderr, "airlock: %s: %s\n", f, why);
+				rv = 2;
+			} else
+				printf("%s:%lld: %s\n", f, bad_line, why);
+			goto out;
+		}
+		if (res.afr_records == 0) {
+			printf("%s: ok, 0 records\n", f);
+			continue;
+		}
+		if (!started && strcmp(res.afr_first_prev, AUDIT_ZERO_HASH) != 0) {
+			/* Rotation, or the start of the chain was cut off. */
+			if (strict) {
+				printf("%s:1: the chain continues from an earlier "
+				    "file (prev %s, seq %lld): its start is "
+				    "missing (--strict)\n", f, res.afr_first_prev,
+				    res.afr_first_seq);
+				goto out;
+			}
+			printf("%s: ok, %lld records, seq %lld..%lld, head %s; "
+			    "chain continues from an earlier file (prev %s)\n",
+			    f, res.afr_records, res.afr_first_seq,
+			    res.afr_last_seq, res.afr_head, res.afr_first_prev);
+		} else
+			printf("%s: ok, %lld records, seq %lld..%lld, head %s\n",
+			    f, res.afr_records, res.afr_first_seq,
+			    res.afr_last_seq, res.afr_head);
+	}
+	/*
+	 * Records cut off the end leave a valid chain: only an anchor taken
+	 * earlier (the head airlockd publishes) shows they are gone.
+	 */
+	if (want_seq > 0 && (!c.ac_started || c.ac_seq < want_seq)) {
+		printf("%s: the log ends at seq %lld, expected seq %lld: records "
+		    "are missing at the end\n", aa.aa_files[aa.aa_nfiles - 1],
+		    c.ac_seq, want_seq);
+		goto out;
+	}
+	if (have_head) {
+		if (!c.ac_anchor_found) {
+			printf("%s: head %s not found: records are missing at "
+			    "the end, or this is another log\n",
+			    aa.aa_files[aa.aa_nfiles - 1], head);
+			goto out;
+		}
+		printf("head %s found at seq %lld (%lld records after it)\n",
+		    head, c.ac_anchor_seq, c.ac_seq - c.ac_anchor_seq);
+	}
+	rv = 0;
+ out:
+	OPENSSL_cleanse(key, sizeof(key));
+	free(aa.aa_argv);
+	return rv;
+}
+
+static int
+event_is_known(const char *s)
+{
+	const char *e;
+	int i;
+
+	for (i = 0; (e = audit_event_str((enum audit_event)i)) != NULL; i++)
+		if (strcmp(s, e) == 0)
+			return 1;
+	return 0;
+}
+
+/* query and summary share their parsing; summary takes only --json. */
+static int
+cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
+{
+	struct audit_filter f = AUDIT_FILTER_INIT;
+	struct audit_args aa;
+	const char *v, *opt;
+	char err[512];
+	int i, json = ctx->json, rv = 2;
+
+	if (audit_args_init(&aa, argc) == -1)
+		return 2;
+	for (i = 1; i < argc; i++) {
+		opt = argv[i];
+		if (strcmp(opt, "--json") == 0) {
+			json = 1;
+			continue;
+		}
+		if (opt[0] != '-' || opt[1] == '\0') {
+			aa.aa_files[aa.aa_nfiles++] = argv[i];
+			continue;
+		}
+		if (summary || (strcmp(opt, "--sandbox") != 0 &&
+		    strcmp(opt, "--decision") != 0 && strcmp(opt, "--host") != 0 &&
+		    strcmp(opt, "--event") != 0 && strcmp(opt, "--since") != 0 &&
+		    strcmp(opt, "--until") != 0)) {
+			fprintf(stderr, "airlock: audit %s: unknown option %s\n",
+			    argv[0], opt);
+			rv = audit_usage();
+			goto out;
+		}
+		if ((v = opt_value(argc, argv, &i)) == NULL)
+			goto out;
+		if (strcmp(opt, "--sandbox") == 0)
+			f.af_sandbox = v;
+		else if (strcmp(opt, "--decision") == 0) {
+			if (strcmp(v, "allow") != 0 && strcmp(v, "deny") != 0) {
+				fprintf(stderr, "airlock: audit query: --decision "
+				    "is allow or deny\n");
+				goto out;
+			}
+			f.af_decision = v;
+		} else if (strcmp(opt, "--host") == 0) {
+			if (*v == '\0') {
+				fprintf(stderr, "airlock: audit query: --host is "
+				    "empty\n");
+				goto out;
+			}
+			f.af_host = v;
+		} else if (strcmp(opt, "--event") == 0) {
+			if (!event_is_known(v)) {
+				fprintf(stderr, "airlock: audit query: unknown "
+				    "event '%s' (dns, connect, request, deny, "
+				    "exfil, sandbox, config)\n", v);
+				goto out;
+			}
+			f.af_event = v;
+		} else if (audit_time_parse(v, strcmp(opt, "--until") == 0,
+		    strcmp(opt, "--until") == 0 ? &f.af_until : &f.af_since) == -1) {
+			fprintf(stderr, "airlock: audit query: %s: bad time '%s' "
+			    "(2026-11-30, 2026-11-30T12:00:00Z or "
+			    "2026-11-30T12:00:00.123Z)\n", opt, v);
+			goto out;
+		}
+	}
+	if (audit_files_default(ctx, &aa) == -1)
+		goto out;
+	if ((summary ? audit_summary(aa.aa_files, aa.aa_nfiles, json, stdout,
+	    stderr, err, sizeof(err)) : audit_query(aa.aa_files, aa.aa_nfiles, &f,
+	    json, stdout, stderr, err, sizeof(err))) == -1) {
+		fprintf(stderr, "airlock: %s\n", err);
+		goto out;
+	}
+	rv = 0;
+ out:
+	free(aa.aa_argv);
+	return rv;
+}
+
+int
+cmd_audit(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	if (argc < 2)
+		return audit_usage();
+	if (strcmp(argv[1], "verify") == 0)
+		return cmd_audit_verify(ctx, argc - 1, argv + 1);
+	if (strcmp(argv[1], "query") == 0)
+		return cmd_audit_read(ctx, argc - 1, argv + 1, 0);
+	if (strcmp(argv[1], "summary") == 0)
+		return cmd_audit_read(ctx, argc - 1, argv + 1, 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fputs(AUDIT_USAGE, stdout);
+		return 0;
+	}
+	fprintf(stderr, "airlock: audit: unknown subcommand '%s'\n", argv[1]);
+	return audit_usage();
+}
