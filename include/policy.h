@@ -49,12 +49,14 @@ struct policy_rule {
 	size_t		 pr_npaths;
 	struct policy_inject *pr_inject;
 	size_t		 pr_ninject;
+	int		 pr_websocket;	/* http.websocket: Upgrade allowed */
 };
 
 struct policy_limits {
 	uint32_t	pl_connections;		/* 0: unlimited */
 	uint32_t	pl_requests_per_second;
 	uint64_t	pl_bytes_per_second;
+	uint32_t	pl_connections_per_second;
 };
 
 struct policy {
@@ -148,5 +150,30 @@ int	policy_path_normalize(const char *in, size_t len, char *out, size_t outlen);
 
 /* Glob match: '*' within one segment, '**' across segments (0 or more). 1 on match. */
 int	policy_path_match(const char *glob, const char *path);
+
+/*
+ * Limits the loader enforces (policies/SCHEMA.md): a policy file is at most
+ * POLICY_FILE_MAX bytes; a glob at most POLICY_GLOB_MAX bytes.  POLICY_PATH_MAX is a
+ * sensible output size for policy_path_normalize() (a request path longer than the
+ * caller's buffer is refused, not truncated).
+ */
+#define POLICY_FILE_MAX		(1024 * 1024)
+#define POLICY_RULES_MAX	4096
+#define POLICY_GLOB_MAX		1024
+#define POLICY_PATH_MAX		8192
+#define POLICY_ERRORS_MAX	100
+
+/*
+ * 1 if rule r is a cidr rule that names a explicitly: r's block contains a and lies
+ * entirely inside one private range (netaddr_classify() NETADDR_PRIVATE), so
+ * "0.0.0.0/0" opens no private address while "10.1.0.0/16" opens 10.1.2.3.  Never 1 for
+ * a floor address.  The proxy calls this at dial time, after policy_decide().
+ */
+int	policy_rule_allows_private(const struct policy_rule *r, const struct netaddr *a);
+
+/* "tls", "http", "tcp" / "splice", "inspect" / "enforce", "report". */
+const char *policy_proto_str(enum policy_proto p);
+const char *policy_tls_str(enum policy_tls t);
+const char *policy_mode_str(enum policy_mode m);
 
 #endif
