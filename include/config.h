@@ -27,6 +27,7 @@ struct airlock_config {
 	int		audit_log_query;		/* false */
 	char		libvirt_uri[256];		/* qemu:///system */
 	char		user[64];			/* "airlock": airlockd drops to it */
+							/* (key "user", not in DESIGN.md) */
 };
 
 /* Fills every field with its default. */
@@ -37,7 +38,19 @@ void	config_defaults(struct airlock_config *c);
  * else CONFIG_DEFAULT_PATH.  Loads it over the defaults; a missing file at the default
  * path (not given explicitly) means all defaults.  Then $AIRLOCK_STATE_DIR (and a
  * non-NULL state_dir argument, e.g. --state-dir) override state_dir.  Returns 0, or -1
- * with one line in err ("FILE:LINE:COL: key: reason").
+ * with one line in err ("FILE:LINE:COL: key: reason"; nested keys as "audit.fsync").
+ * *c is written only on success.
+ *
+ * Checks: duplicate and unknown keys, types, ports 1..65535, workers 0..256, pools
+ * as strict IPv4 CIDRs /8../30 outside the floor and not overlapping, paths absolute
+ * (control_socket short enough for sun_path), audit.fsync "never"|"deny"|"always",
+ * user a portable user name.
+ *
+ * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
+ * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current
+ * directory), audit_path becomes STATE_DIR/audit.jsonl and control_socket
+ * STATE_DIR/control.sock unless the file sets audit.path / control_socket itself, so
+ * a run with --state-dir touches nothing under /var or /run.
  */
 int	config_load(struct airlock_config *c, const char *path, const char *state_dir,
 	    char *err, size_t errlen);

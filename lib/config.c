@@ -1,0 +1,593 @@
+/*
+ * lib/config.c: see include/config.h.
+ *
+ * jansson stays inside this file.  jansson keeps no source positions on values, so
+ * for errors found after parsing (unknown key, wrong type, bad value) the position of
+ * the offending key is found again by config_pos(), a small scanner over the text
+ * that jansson has already accepted.
+ */
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config.h"
+
+#define CONFIG_FILE_MAX		(1024 * 1024)
+#define CONFIG_WORKERS_MAX	256
+#define CONFIG_USER_MAX		32
+#define CONFIG_SUN_PATH_MAX	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+struct config_ctx {
+	const char	*cc_file;	/* the path as given, for messages */
+	const char	*cc_text;	/* the file's bytes, for config_pos() */
+	size_t		 cc_len;
+	char		*cc_err;
+	size_t		 cc_errlen;
+	int		 cc_set_audit_path;
+	int		 cc_set_control_socket;
+};
+
+/*
+ * Finds the line and column (1-based, bytes) of the key k2 of the object at top-level
+ * key k1 (or of the top-level key k1 itself if k2 is NULL) in well-formed JSON text.
+ * Keys written with escapes are not found.  Returns 0, or -1 if not found.
+ */
+static int
+config_pos(const char *t, size_t len, const char *k1, const char *k2, int *line,
+    int *col)
+{
+	const char *key1 = NULL;
+	size_t i, start, key1len = 0;
+	int depth = 0, expect_key = 0, ln = 1, cl = 1, sline, scol;
+	char stack[64];
+
+	for (i = 0; i < len; i++, cl++) {
+		switch (t[i]) {
+		case '\n':
+			ln++;
+			cl = 0;
+			break;
+		case '{':
+		case '[':
+			if (depth < (int)sizeof(stack))
+				stack[depth] = t[i];
+			depth++;
+			expect_key = t[i] == '{';
+			break;
+		case '}':
+		case ']':
+			depth--;
+			expect_key = 0;
+			break;
+		case ',':
+			expect_key = depth > 0 && depth <= (int)sizeof(stack) &&
+			    stack[depth - 1] == '{';
+			break;
+		case ':':
+			expect_key = 0;
+			break;
+		case '"':
+			start = ++i;
+			sline = ln;
+			scol = cl;
+			while (i < len && t[i] != '"') {
+				if (t[i] == '\\')
+					i++;
+				i++;
+			}
+			if (i >= len)
+				return -1;
+			cl += (int)(i - start) + 1;
+			if (!expect_key)
+				break;
+			if (depth == 1) {
+				key1 = t + start;
+				key1len = i - start;
+				if (k2 == NULL && strlen(k1) == key1len &&
+				    memcmp(key1, k1, key1len) == 0) {
+					*line = sline;
+					*col = scol;
+					return 0;
+				}
+			} else if (depth == 2 && k2 != NULL && key1 != NULL &&
+			    strlen(k1) == key1len && memcmp(key1, k1, key1len) == 0 &&
+			    strlen(k2) == i - start && memcmp(t + start, k2,
+			    i - start) == 0) {
+				*line = sline;
+				*col = scol;
+				return 0;
+			}
+			break;
+		}
+	}
+	return -1;
+}
+
+/* A printable, bounded copy of a key from the file, for one-line messages. */
+static void
+config_key_print(const char *key, char *buf, size_t len)
+{
+	size_t i, o = 0;
+
+	for (i = 0; key[i] != '\0' && o + 4 < len && i < 64; i++)
+		buf[o++] = ((unsigned char)key[i] < 0x20 ||
+		    (unsigned char)key[i] >= 0x7f) ? '?' : key[i];
+	if (key[i] != '\0' && o + 4 < len) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+}
+
+/* Writes "FILE:LINE:COL: k1[.k2]: reason" into the caller's err.  Returns -1. */
+static int __attribute__((format(printf, 4, 5)))
+config_error(struct config_ctx *cc, const char *k1, const char *k2,
+    const char *fmt, ...)
+{
+	char reason[256], key1[80], key2[80];
+	va_list ap;
+	int line, col;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	config_key_print(k1, key1, sizeof(key1));
+	config_key_print(k2 != NULL ? k2 : "", key2, sizeof(key2));
+	if (cc->cc_text != NULL && config_pos(cc->cc_text, cc->cc_len, k1, k2,
+	    &line, &col) == 0)
+		snprintf(cc->cc_err, cc->cc_errlen, "%s:%d:%d: %s%s%s: %s",
+		    cc->cc_file, line, col, key1, k2 ? "." : "", key2, reason);
+	else
+		snprintf(cc->cc_err, cc->cc_errlen, "%s: %s%s%s: %s", cc->cc_file,
+		    key1, k2 ? "." : "", key2, reason);
+	return -1;
+}
+
+void
+config_defaults(struct airlock_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/airlock");
+	snprintf(c->control_socket, sizeof(c->control_socket),
+	    "/run/airlock/control.sock");
+	c->proxy_port = 15001;
+	c->dns_port = 15053;
+	c->workers = 0;
+	if (netaddr_cidr_parse("10.233.0.0/16", &c->address_pool) == -1 ||
+	    netaddr_cidr_parse("198.18.0.0/15", &c->mapped_pool) == -1)
+		abort();	/* constant text: cannot happen */
+	c->upstream_ca_file[0] = '\0';
+	snprintf(c->audit_path, sizeof(c->audit_path),
+	    "/var/log/airlock/audit.jsonl");
+	c->audit_fsync = AUDIT_FSYNC_DENY;
+	c->audit_log_query = 0;
+	snprintf(c->libvirt_uri, sizeof(c->libvirt_uri), "qemu:///system");
+	snprintf(c->user, sizeof(c->user), "airlock");
+}
+
+/* An absolute path that fits in dst[dstlen] (and in maxlen bytes). */
+static int
+config_path(struct config_ctx *cc, const char *k1, const char *k2,
+    const json_t *v, char *dst, size_t dstlen, size_t maxlen)
+{
+	const char *s;
+	size_t len;
+
+	if (!json_is_string(v))
+		return config_error(cc, k1, k2, "must be a string (a path)");
+	s = json_string_value(v);
+	len = json_string_length(v);
+	if (len != strlen(s))
+		return config_error(cc, k1, k2, "must not contain NUL");
+	if (len == 0)
+		return config_error(cc, k1, k2, "must not be empty");
+	if (s[0] != '/')
+		return config_error(cc, k1, k2, "must be an absolute path");
+	if (len >= dstlen || len > maxlen)
+		return config_error(cc, k1, k2, "path longer than %zu bytes",
+		    maxlen < dstlen - 1 ? maxlen : dstlen - 1);
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+static int
+config_port(struct config_ctx *cc, const char *k, const json_t *v, uint16_t *out)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v))
+		return config_error(cc, k, NULL, "must be an integer 1..65535");
+	n = json_integer_value(v);
+	if (n < 1 || n > 65535)
+		return config_error(cc, k, NULL, "port %lld out of range 1..65535",
+		    (long long)n);
+	*out = (uint16_t)n;
+	return 0;
+}
+
+/* An IPv4 pool: strict CIDR, /8../30, neither end in the floor. */
+static int
+config_pool(struct config_ctx *cc, const char *k, const json_t *v,
+    struct netaddr_cidr *out)
+{
+	struct netaddr_cidr c;
+	struct netaddr last;
+	const char *why;
+	uint32_t host;
+
+	if (!json_is_string(v))
+		return config_error(cc, k, NULL, "must be a string (an IPv4 CIDR)");
+	if (netaddr_cidr_parse(json_string_value(v), &c) == -1)
+		return config_error(cc, k, NULL, "not a CIDR block with zero "
+		    "host bits (e.g. \"10.233.0.0/16\")");
+	if (c.nc_addr.na_family != AF_INET)
+		return config_error(cc, k, NULL, "must be an IPv4 block");
+	if (c.nc_prefix < 8 || c.nc_prefix > 30)
+		return config_error(cc, k, NULL, "prefix must be /8../30");
+	last = c.nc_addr;
+	host = ntohl(last.na_u.v4.s_addr) | (0xffffffffu >> c.nc_prefix);
+	last.na_u.v4.s_addr = htonl(host);
+	if (netaddr_classify(&c.nc_addr, &why) == NETADDR_FLOOR ||
+	    netaddr_classify(&last, &why) == NETADDR_FLOOR)
+		return config_error(cc, k, NULL, "overlaps a never-routable "
+		    "range (%s)", why);
+	*out = c;
+	return 0;
+}
+
+static int
+config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
+{
+	const char *k, *s;
+	json_t *v;
+
+	if (!json_is_object(obj))
+		return config_error(cc, "audit", NULL, "must be an object");
+	json_object_foreach(obj, k, v) {
+		if (strcmp(k, "path") == 0) {
+			if (config_path(cc, "audit", k, v, c->audit_path,
+			    sizeof(c->audit_path), PATH_MAX - 1) == -1)
+				return -1;
+			cc->cc_set_audit_path = 1;
+		} else if (strcmp(k, "fsync") == 0) {
+			if (!json_is_string(v))
+				return config_error(cc, "audit", k, "must be a "
+				    "string: \"never\", \"deny\" or \"always\"");
+			s = json_string_value(v);
+			if (strcmp(s, "never") == 0)
+				c->audit_fsync = AUDIT_FSYNC_NEVER;
+			else if (strcmp(s, "deny") == 0)
+				c->audit_fsync = AUDIT_FSYNC_DENY;
+			else if (strcmp(s, "always") == 0)
+				c->audit_fsync = AUDIT_FSYNC_ALWAYS;
+			else
+				return config_error(cc, "audit", k, "must be "
+				    "\"never\", \"deny\" or \"always\"");
+		} else if (strcmp(k, "log_query") == 0) {
+			if (!json_is_boolean(v))
+				return config_error(cc, "audit", k,
+				    "must be true or false");
+			c->audit_log_query = json_is_true(v);
+		} else
+			return config_error(cc, "audit", k, "unknown key");
+	}
+	return 0;
+}
+
+static int
+config_string(struct config_ctx *cc, const char *k, const json_t *v, char *dst,
+    size_t dstlen)
+{
+	const char *s;
+	size_t i, len;
+
+	if (!json_is_string(v))
+		return config_error(cc, k, NULL, "must be a string");
+	s = json_string_value(v);
+	len = json_string_length(v);
+	if (len == 0)
+		return config_error(cc, k, NULL, "must not be empty");
+	if (len >= dstlen)
+		return config_error(cc, k, NULL, "longer than %zu bytes",
+		    dstlen - 1);
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return config_error(cc, k, NULL,
+			    "must not contain control characters");
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+/* A portable user name: [A-Za-z_][A-Za-z0-9_.-]*, at most 32 bytes. */
+static int
+config_user(struct config_ctx *cc, const json_t *v, char *dst, size_t dstlen)
+{
+	const char *s;
+	size_t i, len;
+	char ch;
+
+	if (!json_is_string(v))
+		return config_error(cc, "user", NULL, "must be a string");
+	s = json_string_value(v);
+	len = json_string_length(v);
+	if (len == 0 || len > CONFIG_USER_MAX || len >= dstlen)
+		return config_error(cc, "user", NULL, "must be 1..%d bytes",
+		    CONFIG_USER_MAX);
+	for (i = 0; i < len; i++) {
+		ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    ch == '_' || (i > 0 && ((ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '.'))))
+			return config_error(cc, "user", NULL,
+			    "not a valid user name");
+	}
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+static int
+config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
+{
+	const char *k;
+	json_int_t n;
+	json_t *v;
+
+	if (!json_is_object(root)) {
+		snprintf(cc->cc_err, cc->cc_errlen, "%s:1:1: (top): must be a JSON "
+		    "object", cc->cc_file);
+		return -1;
+	}
+	json_object_foreach(root, k, v) {
+		if (strcmp(k, "state_dir") == 0) {
+			if (config_path(cc, k, NULL, v, c->state_dir,
+			    sizeof(c->state_dir), PATH_MAX - 1) == -1)
+				return -1;
+		} else if (strcmp(k, "control_socket") == 0) {
+			if (config_path(cc, k, NULL, v, c->control_socket,
+			    sizeof(c->control_socket), CONFIG_SUN_PATH_MAX) == -1)
+				return -1;
+			cc->cc_set_control_socket = 1;
+		} else if (strcmp(k, "proxy_port") == 0) {
+			if (config_port(cc, k, v, &c->proxy_port) == -1)
+				return -1;
+		} else if (strcmp(k, "dns_port") == 0) {
+			if (config_port(cc, k, v, &c->dns_port) == -1)
+				return -1;
+		} else if (strcmp(k, "workers") == 0) {
+			if (!json_is_integer(v))
+				return config_error(cc, k, NULL, "must be an "
+				    "integer 0..%d", CONFIG_WORKERS_MAX);
+			n = json_integer_value(v);
+			if (n < 0 || n > CONFIG_WORKERS_MAX)
+				return config_error(cc, k, NULL, "%lld out of "
+				    "range 0..%d", (long long)n, CONFIG_WORKERS_MAX);
+			c->workers = (unsigned int)n;
+		} else if (strcmp(k, "address_pool") == 0) {
+			if (config_pool(cc, k, v, &c->address_pool) == -1)
+				return -1;
+		} else if (strcmp(k, "mapped_pool") == 0) {
+			if (config_pool(cc, k, v, &c->mapped_pool) == -1)
+				return -1;
+		} else if (strcmp(k, "upstream_ca_file") == 0) {
+			if (json_is_null(v))
+				c->upstream_ca_file[0] = '\0';
+			else if (!json_is_string(v))
+				return config_error(cc, k, NULL,
+				    "must be null or a string (a path)");
+			else if (config_path(cc, k, NULL, v, c->upstream_ca_file,
+			    sizeof(c->upstream_ca_file), PATH_MAX - 1) == -1)
+				return -1;
+		} else if (strcmp(k, "audit") == 0) {
+			if (config_audit(cc, c, v) == -1)
+				return -1;
+		} else if (strcmp(k, "libvirt_uri") == 0) {
+			if (config_string(cc, k, v, c->libvirt_uri,
+			    sizeof(c->libvirt_uri)) == -1)
+				return -1;
+		} else if (strcmp(k, "user") == 0) {
+			if (config_user(cc, v, c->user, sizeof(c->user)) == -1)
+				return -1;
+		} else
+			return config_error(cc, k, NULL, "unknown key");
+	}
+	/* Both pools are routed on the host: they must not overlap. */
+	if (netaddr_cidr_contains(&c->address_pool, &c->mapped_pool.nc_addr) ||
+	    netaddr_cidr_contains(&c->mapped_pool, &c->address_pool.nc_addr))
+		return config_error(cc, json_object_get(root, "mapped_pool") ?
+		    "mapped_pool" : "address_pool", NULL,
+		    "address_pool and mapped_pool overlap");
+	return 0;
+}
+
+/*
+ * Reads the whole file at path into a NUL-terminated *buf (freed by the caller).
+ * Returns 0, -1 with errno set, or -2 if the file is too large.
+ */
+static int
+config_read(const char *path, char **buf, size_t *len)
+{
+	struct stat st;
+	char *b = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int fd, rc = -1, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1)
+		goto out;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		goto out;
+	}
+	if (st.st_size > CONFIG_FILE_MAX) {
+		rc = -2;
+		goto out;
+	}
+	if ((b = malloc((size_t)st.st_size + 1)) == NULL)
+		goto out;
+	while (got < (size_t)st.st_size) {
+		n = read(fd, b + got, (size_t)st.st_size - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto out;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	b[got] = '\0';
+	*buf = b;
+	*len = got;
+	b = NULL;	/* transferred */
+	rc = 0;
+ out:
+	saved = errno;
+	free(b);
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+/*
+ * An override directory (env or --state-dir): relative to the current directory if
+ * not absolute, trailing slashes dropped.
+ */
+static int
+config_dir_override(const char *what, const char *dir, char *dst, size_t dstlen,
+    char *err, size_t errlen)
+{
+	char cwd[PATH_MAX];
+	size_t len;
+	int n;
+
+	if (dir[0] == '\0') {
+		snprintf(err, errlen, "%s: state_dir: must not be empty", what);
+		return -1;
+	}
+	if (dir[0] == '/')
+		n = snprintf(dst, dstlen, "%s", dir);
+	else {
+		if (getcwd(cwd, sizeof(cwd)) == NULL) {
+			snprintf(err, errlen, "%s: state_dir: current directory: "
+			    "%s", what, strerror(errno));
+			return -1;
+		}
+		n = snprintf(dst, dstlen, "%s/%s", strcmp(cwd, "/") == 0 ? "" :
+		    cwd, dir);
+	}
+	if (n < 0 || (size_t)n >= dstlen) {
+		snprintf(err, errlen, "%s: state_dir: path too long", what);
+		return -1;
+	}
+	len = (size_t)n;
+	while (len > 1 && dst[len - 1] == '/')
+		dst[--len] = '\0';
+	return 0;
+}
+
+int
+config_load(struct airlock_config *c, const char *path, const char *state_dir,
+    char *err, size_t errlen)
+{
+	struct config_ctx cc;
+	struct airlock_config tmp;
+	json_error_t jerr;
+	json_t *root = NULL;
+	const char *env, *sdsrc = NULL, *sd = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int implicit = 0, n, rc = -1;
+
+	memset(&cc, 0, sizeof(cc));
+	cc.cc_err = err;
+	cc.cc_errlen = errlen;
+	if (errlen > 0)
+		err[0] = '\0';
+	config_defaults(&tmp);
+
+	if (path == NULL && (env = getenv("AIRLOCK_CONFIG")) != NULL &&
+	    env[0] != '\0')
+		path = env;
+	if (path == NULL) {
+		path = CONFIG_DEFAULT_PATH;
+		implicit = 1;
+	}
+	cc.cc_file = path;
+	switch (config_read(path, &text, &len)) {
+	case 0:
+		break;
+	case -2:
+		snprintf(err, errlen, "%s: larger than %d bytes", path,
+		    CONFIG_FILE_MAX);
+		goto out;
+	default:
+		if (implicit && errno == ENOENT)
+			break;		/* no file at the default path: defaults */
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (text != NULL) {
+		cc.cc_text = text;
+		cc.cc_len = len;
+		if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES,
+		    &jerr)) == NULL) {
+			snprintf(err, errlen, "%s:%d:%d: json: %s", path,
+			    jerr.line, jerr.column, jerr.text);
+			goto out;
+		}
+		if (config_apply(&cc, &tmp, root) == -1)
+			goto out;
+	}
+
+	/* --state-dir beats $AIRLOCK_STATE_DIR beats the file. */
+	if ((env = getenv("AIRLOCK_STATE_DIR")) != NULL && env[0] != '\0') {
+		sd = env;
+		sdsrc = "AIRLOCK_STATE_DIR";
+	}
+	if (state_dir != NULL) {
+		sd = state_dir;
+		sdsrc = "--state-dir";
+	}
+	if (sd != NULL) {
+		if (config_dir_override(sdsrc, sd, tmp.state_dir,
+		    sizeof(tmp.state_dir), err, errlen) == -1)
+			goto out;
+		/* Keep everything under the overriding directory (tests). */
+		if (!cc.cc_set_audit_path) {
+			n = snprintf(tmp.audit_path, sizeof(tmp.audit_path),
+			    "%s/audit.jsonl", tmp.state_dir);
+			if (n < 0 || (size_t)n >= sizeof(tmp.audit_path)) {
+				snprintf(err, errlen, "%s: audit.path: %s/audit.jsonl "
+				    "too long", sdsrc, tmp.state_dir);
+				goto out;
+			}
+		}
+		if (!cc.cc_set_control_socket) {
+			n = snprintf(tmp.control_socket, sizeof(tmp.control_socket),
+			    "%s/control.sock", tmp.state_dir);
+			if (n < 0 || (size_t)n > CONFIG_SUN_PATH_MAX) {
+				snprintf(err, errlen, "%s: control_socket: "
+				    "%s/control.sock is longer than a socket path "
+				    "may be (%zu bytes); set control_socket", sdsrc,
+				    tmp.state_dir, CONFIG_SUN_PATH_MAX);
+				goto out;
+			}
+		}
+	}
+	*c = tmp;
+	rc = 0;
+ out:
+	json_decref(root);
+	free(text);
+	return rc;
+}

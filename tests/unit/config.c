@@ -1,0 +1,341 @@
+/*
+ * tests/unit/config.c: airlock.json loading, defaults, errors and overrides.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "../tap.h"
+
+static char cfgpath[PATH_MAX];
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f;
+
+	if ((f = fopen(path, "w")) == NULL || fputs(text, f) == EOF ||
+	    fclose(f) == EOF)
+		bail("cannot write %s", path);
+}
+
+/* Loads text from a file; returns config_load()'s result. */
+static int
+load_text(const char *text, struct airlock_config *c, const char *state_dir,
+    char *err, size_t errlen)
+{
+	write_file(cfgpath, text);
+	return config_load(c, cfgpath, state_dir, err, errlen);
+}
+
+struct bad_case {
+	const char	*text;
+	const char	*want;		/* expected err after "FILE:" */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "{\"proxy_port\": 1, \"bogus\": 2}", "1:19: bogus: unknown key" },
+	{ "{\n  \"proxy_port\": 1,\n  \"proxy_port\": 2\n}",
+	    "3:14: json: duplicate object key" },
+	{ "{\"proxy_port\": \"15001\"}", "1:2: proxy_port: must be an integer" },
+	{ "{\"proxy_port\": 0}", "1:2: proxy_port: port 0 out of range" },
+	{ "{\"proxy_port\": 65536}", "1:2: proxy_port: port 65536 out of range" },
+	{ "{\"dns_port\": -53}", "1:2: dns_port: port -53 out of range" },
+	{ "{\"dns_port\": 53.0}", "1:2: dns_port: must be an integer" },
+	{ "{\"workers\": -1}", "1:2: workers: -1 out of range" },
+	{ "{\"workers\": true}", "1:2: workers: must be an integer" },
+	{ "{\"state_dir\": \"var/lib/airlock\"}",
+	    "1:2: state_dir: must be an absolute path" },
+	{ "{\"state_dir\": \"\"}", "1:2: state_dir: must not be empty" },
+	{ "{\"state_dir\": \"/a\\u0000b\"}", "1:25: json: \\u0000 is not allowed" },
+	{ "{\"state_dir\": null}", "1:2: state_dir: must be a string" },
+	{ "{\"control_socket\": \"/run/"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\"}",
+	    "1:2: control_socket: path longer than 107 bytes" },
+	{ "{\"address_pool\": \"10.233.0.1/16\"}",
+	    "1:2: address_pool: not a CIDR block" },
+	{ "{\"address_pool\": \"010.233.0.0/16\"}",
+	    "1:2: address_pool: not a CIDR block" },
+	{ "{\"address_pool\": \"fd00::/64\"}",
+	    "1:2: address_pool: must be an IPv4 block" },
+	{ "{\"address_pool\": \"10.0.0.0/31\"}",
+	    "1:2: address_pool: prefix must be /8../30" },
+	{ "{\"address_pool\": \"127.0.0.0/8\"}",
+	    "1:2: address_pool: overlaps a never-routable range (loopback)" },
+	{ "{\"mapped_pool\": \"169.254.0.0/16\"}",
+	    "1:2: mapped_pool: overlaps a never-routable range (link-local)" },
+	{ "{\"mapped_pool\": 5}", "1:2: mapped_pool: must be a string" },
+	{ "{\"mapped_pool\": \"10.233.4.0/24\"}",
+	    "1:2: mapped_pool: address_pool and mapped_pool overlap" },
+	{ "{\"address_pool\": \"198.18.0.0/16\"}",
+	    "1:2: address_pool: address_pool and mapped_pool overlap" },
+	{ "{\"upstream_ca_file\": 1}", "1:2: upstream_ca_file: must be null or" },
+	{ "{\"upstream_ca_file\": \"ca.pem\"}",
+	    "1:2: upstream_ca_file: must be an absolute path" },
+	{ "{\"audit\": \"/var/log/x\"}", "1:2: audit: must be an object" },
+	{ "{\"audit\": {\"fsync\": \"sometimes\"}}",
+	    "1:12: audit.fsync: must be \"never\", \"deny\" or \"always\"" },
+	{ "{\"audit\": {\"fsync\": true}}", "1:12: audit.fsync: must be a string" },
+	{ "{\"audit\": {\"log_query\": 1}}",
+	    "1:12: audit.log_query: must be true or false" },
+	{ "{\"audit\": {\"path\": \"audit.jsonl\"}}",
+	    "1:12: audit.path: must be an absolute path" },
+	{ "{\"audit\": {\"path\": \"/x\", \"paht\": \"/y\"}}",
+	    "1:26: audit.paht: unknown key" },
+	{ "{\"audit\": {\"path\": \"/x\", \"path\": \"/y\"}}",
+	    "1:31: json: duplicate object key" },
+	{ "{\"libvirt_uri\": \"\"}", "1:2: libvirt_uri: must not be empty" },
+	{ "{\"libvirt_uri\": \"qemu:///system\\n\"}",
+	    "1:2: libvirt_uri: must not contain control characters" },
+	{ "{\"user\": \"root; rm\"}", "1:2: user: not a valid user name" },
+	{ "{\"user\": \"-airlock\"}", "1:2: user: not a valid user name" },
+	{ "{\"user\": \"\"}", "1:2: user: must be 1..32 bytes" },
+	{ "{\"user\": 0}", "1:2: user: must be a string" },
+	{ "{\"bad\\nkey\": 0}", " bad?key: unknown key" },
+	{ "[]", "1:1: (top): must be a JSON object" },
+	{ "", "1:0: json:" },
+	{ "{\"proxy_port\": 1,}", "1:18: json:" },
+	{ "{\"proxy_port\": 1} {}", "1:19: json:" },
+	{ "{\"state_dir\": \"/x\"", "1:18: json:" },
+};
+
+static const char *full_text =
+"{\n"
+"  \"state_dir\": \"/srv/airlock\",\n"
+"  \"control_socket\": \"/srv/airlock/ctl.sock\",\n"
+"  \"proxy_port\": 25001,\n"
+"  \"dns_port\": 25053,\n"
+"  \"workers\": 4,\n"
+"  \"address_pool\": \"10.99.0.0/16\",\n"
+"  \"mapped_pool\": \"100.80.0.0/12\",\n"
+"  \"upstream_ca_file\": \"/srv/ca.pem\",\n"
+"  \"audit\": { \"path\": \"/srv/audit.jsonl\", \"fsync\": \"always\", "
+"\"log_query\": true },\n"
+"  \"libvirt_uri\": \"qemu+ssh://host/system\",\n"
+"  \"user\": \"_airlock\"\n"
+"}\n";
+
+static void
+test_defaults(void)
+{
+	struct airlock_config c;
+	char buf[NETADDR_STRLEN];
+
+	config_defaults(&c);
+	is_string("/var/lib/airlock", c.state_dir, "default state_dir");
+	is_string("/run/airlock/control.sock", c.control_socket,
+	    "default control_socket");
+	is_int(15001, c.proxy_port, "default proxy_port");
+	is_int(15053, c.dns_port, "default dns_port");
+	is_int(0, c.workers, "default workers");
+	is_string("10.233.0.0", netaddr_fmt(&c.address_pool.nc_addr, buf,
+	    sizeof(buf)), "default address_pool");
+	is_int(16, c.address_pool.nc_prefix, "default address_pool prefix");
+	is_string("198.18.0.0", netaddr_fmt(&c.mapped_pool.nc_addr, buf,
+	    sizeof(buf)), "default mapped_pool");
+	is_int(15, c.mapped_pool.nc_prefix, "default mapped_pool prefix");
+	is_string("", c.upstream_ca_file, "default upstream_ca_file");
+	is_string("/var/log/airlock/audit.jsonl", c.audit_path,
+	    "default audit path");
+	is_int(AUDIT_FSYNC_DENY, c.audit_fsync, "default fsync");
+	is_int(0, c.audit_log_query, "default log_query");
+	is_string("qemu:///system", c.libvirt_uri, "default libvirt_uri");
+	is_string("airlock", c.user, "default user");
+}
+
+static void
+test_full(void)
+{
+	struct airlock_config c;
+	char err[512], buf[NETADDR_STRLEN];
+
+	if (!is_int(0, load_text(full_text, &c, NULL, err, sizeof(err)),
+	    "full file loads"))
+		diag("%s", err);
+	is_string("/srv/airlock", c.state_dir, "state_dir");
+	is_string("/srv/airlock/ctl.sock", c.control_socket, "control_socket");
+	is_int(25001, c.proxy_port, "proxy_port");
+	is_int(25053, c.dns_port, "dns_port");
+	is_int(4, c.workers, "workers");
+	is_string("10.99.0.0", netaddr_fmt(&c.address_pool.nc_addr, buf,
+	    sizeof(buf)), "address_pool");
+	is_string("100.80.0.0", netaddr_fmt(&c.mapped_pool.nc_addr, buf,
+	    sizeof(buf)), "mapped_pool");
+	is_int(12, c.mapped_pool.nc_prefix, "mapped_pool prefix");
+	is_string("/srv/ca.pem", c.upstream_ca_file, "upstream_ca_file");
+	is_string("/srv/audit.jsonl", c.audit_path, "audit.path");
+	is_int(AUDIT_FSYNC_ALWAYS, c.audit_fsync, "audit.fsync");
+	is_int(1, c.audit_log_query, "audit.log_query");
+	is_string("qemu+ssh://host/system", c.libvirt_uri, "libvirt_uri");
+	is_string("_airlock", c.user, "user");
+
+	/* Partial files keep the other defaults; null CA means the system store. */
+	ok(load_text("{\"upstream_ca_file\": null, \"audit\": {\"fsync\": "
+	    "\"never\"}}", &c, NULL, err, sizeof(err)) == 0 &&
+	    c.upstream_ca_file[0] == '\0' && c.audit_fsync == AUDIT_FSYNC_NEVER &&
+	    c.proxy_port == 15001 && strcmp(c.audit_path,
+	    "/var/log/airlock/audit.jsonl") == 0, "partial file");
+	ok(load_text("{}", &c, NULL, err, sizeof(err)) == 0 &&
+	    c.proxy_port == 15001, "empty object: defaults");
+	ok(load_text("{\"proxy_port\": 65535, \"dns_port\": 1, \"workers\": 256}",
+	    &c, NULL, err, sizeof(err)) == 0 && c.proxy_port == 65535 &&
+	    c.dns_port == 1 && c.workers == 256, "range edges accepted");
+	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, sizeof(err)),
+	    "workers 257 refused");
+}
+
+static void
+test_errors(void)
+{
+	struct airlock_config c;
+	char err[512], want[PATH_MAX + 512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		config_defaults(&c);
+		c.proxy_port = 4242;
+		is_int(-1, load_text(bad_cases[i].text, &c, NULL, err, sizeof(err)),
+		    "bad config %zu refused", i);
+		snprintf(want, sizeof(want), "%s:%s", cfgpath, bad_cases[i].want);
+		if (!ok(strncmp(err, want, strlen(want)) == 0,
+		    "bad config %zu message", i))
+			diag("want \"%s...\"\n got \"%s\"", want, err);
+		ok(strchr(err, '\n') == NULL, "bad config %zu: one line", i);
+		is_int(4242, c.proxy_port, "bad config %zu: *c untouched", i);
+	}
+}
+
+static void
+test_paths(void)
+{
+	struct airlock_config c;
+	char err[512], p[PATH_MAX + 64], dir[512];
+	const char *tmp = tap_tmpdir();
+
+	unsetenv("AIRLOCK_CONFIG");
+	unsetenv("AIRLOCK_STATE_DIR");
+
+	/* An explicit missing file is an error, with the path and errno text. */
+	snprintf(p, sizeof(p), "%s/missing.json", tmp);
+	is_int(-1, config_load(&c, p, NULL, err, sizeof(err)),
+	    "explicit missing file refused");
+	ok(strstr(err, "missing.json: No such file") != NULL, "says so: %s", err);
+	is_int(-1, config_load(&c, tmp, NULL, err, sizeof(err)),
+	    "a directory refused");
+
+	/* $AIRLOCK_CONFIG names the file; missing is an error there too. */
+	setenv("AIRLOCK_CONFIG", p, 1);
+	is_int(-1, config_load(&c, NULL, NULL, err, sizeof(err)),
+	    "missing $AIRLOCK_CONFIG file refused");
+	write_file(cfgpath, "{\"proxy_port\": 3128}");
+	setenv("AIRLOCK_CONFIG", cfgpath, 1);
+	ok(config_load(&c, NULL, NULL, err, sizeof(err)) == 0 &&
+	    c.proxy_port == 3128, "$AIRLOCK_CONFIG used");
+	snprintf(p, sizeof(p), "%s/other.json", tmp);
+	write_file(p, "{\"proxy_port\": 8080}");
+	ok(config_load(&c, p, NULL, err, sizeof(err)) == 0 &&
+	    c.proxy_port == 8080, "explicit path beats $AIRLOCK_CONFIG");
+	unsetenv("AIRLOCK_CONFIG");
+
+	/* The default path: whatever this machine has, absent means defaults. */
+	if (access(CONFIG_DEFAULT_PATH, F_OK) == -1)
+		ok(config_load(&c, NULL, NULL, err, sizeof(err)) == 0 &&
+		    c.proxy_port == 15001, "absent default file: defaults");
+	else
+		skip("%s exists here", CONFIG_DEFAULT_PATH);
+
+	/* State dir overrides and the paths derived from them. */
+	snprintf(dir, sizeof(dir), "%s/state", tmp);
+	write_file(cfgpath, "{\"state_dir\": \"/srv/x\"}");
+	setenv("AIRLOCK_STATE_DIR", dir, 1);
+	if (!is_int(0, config_load(&c, cfgpath, NULL, err, sizeof(err)),
+	    "AIRLOCK_STATE_DIR load"))
+		diag("%s", err);
+	is_string(dir, c.state_dir, "AIRLOCK_STATE_DIR beats the file");
+	snprintf(p, sizeof(p), "%s/audit.jsonl", dir);
+	is_string(p, c.audit_path, "audit path follows the state dir");
+	snprintf(p, sizeof(p), "%s/control.sock", dir);
+	is_string(p, c.control_socket, "control socket follows the state dir");
+
+	snprintf(p, sizeof(p), "%s/arg/", tmp);
+	ok(config_load(&c, cfgpath, p, err, sizeof(err)) == 0, "--state-dir load");
+	snprintf(p, sizeof(p), "%s/arg", tmp);
+	is_string(p, c.state_dir, "--state-dir beats the env, trailing / dropped");
+	unsetenv("AIRLOCK_STATE_DIR");
+
+	write_file(cfgpath, "{\"audit\": {\"path\": \"/srv/a.jsonl\"}, "
+	    "\"control_socket\": \"/srv/c.sock\"}");
+	ok(config_load(&c, cfgpath, dir, err, sizeof(err)) == 0 &&
+	    strcmp(c.state_dir, dir) == 0 &&
+	    strcmp(c.audit_path, "/srv/a.jsonl") == 0 &&
+	    strcmp(c.control_socket, "/srv/c.sock") == 0,
+	    "paths set in the file are kept with --state-dir");
+	write_file(cfgpath, "{}");
+	ok(config_load(&c, cfgpath, NULL, err, sizeof(err)) == 0 &&
+	    strcmp(c.audit_path, "/var/log/airlock/audit.jsonl") == 0,
+	    "no override: default audit path");
+
+	/* A relative --state-dir is taken from the current directory. */
+	if (getcwd(p, sizeof(p)) == NULL)
+		bail("getcwd");
+	if (chdir(tmp) == -1)
+		bail("chdir");
+	ok(config_load(&c, cfgpath, "rel", err, sizeof(err)) == 0 &&
+	    strcmp(c.state_dir, dir) != 0 &&
+	    strncmp(c.state_dir, "/", 1) == 0 &&
+	    strcmp(c.state_dir + strlen(c.state_dir) - 4, "/rel") == 0,
+	    "relative --state-dir made absolute: %s", c.state_dir);
+	if (chdir(p) == -1)
+		bail("chdir back");
+	is_int(-1, config_load(&c, cfgpath, "", err, sizeof(err)),
+	    "empty --state-dir refused");
+	ok(strstr(err, "--state-dir: state_dir: must not be empty") != NULL,
+	    "empty --state-dir message: %s", err);
+	setenv("AIRLOCK_STATE_DIR", "", 1);
+	ok(config_load(&c, cfgpath, NULL, err, sizeof(err)) == 0 &&
+	    strcmp(c.state_dir, "/var/lib/airlock") == 0,
+	    "empty AIRLOCK_STATE_DIR ignored");
+	unsetenv("AIRLOCK_STATE_DIR");
+
+	/* A state dir too deep for a socket path, unless control_socket is set. */
+	memset(dir, 'd', 120);
+	dir[0] = '/';
+	dir[120] = '\0';
+	is_int(-1, config_load(&c, cfgpath, dir, err, sizeof(err)),
+	    "derived control socket too long refused");
+	ok(strstr(err, "control_socket:") != NULL, "says control_socket: %s", err);
+	write_file(cfgpath, "{\"control_socket\": \"/srv/c.sock\"}");
+	ok(config_load(&c, cfgpath, dir, err, sizeof(err)) == 0,
+	    "long state dir fine with an explicit control_socket");
+
+	/* Huge file refused before parsing. */
+	{
+		FILE *f;
+		int i;
+
+		if ((f = fopen(cfgpath, "w")) == NULL)
+			bail("fopen");
+		for (i = 0; i < 1100 * 1024 / 16; i++)
+			fputs("                ", f);
+		fclose(f);
+		is_int(-1, config_load(&c, cfgpath, NULL, err, sizeof(err)),
+		    "file over 1 MiB refused");
+	}
+}
+
+int
+main(void)
+{
+	plan_lazy();
+	snprintf(cfgpath, sizeof(cfgpath), "%s/airlock.json", tap_tmpdir());
+	unsetenv("AIRLOCK_CONFIG");
+	unsetenv("AIRLOCK_STATE_DIR");
+	test_defaults();
+	test_full();
+	test_errors();
+	test_paths();
+	return 0;
+}
