@@ -12,7 +12,21 @@ for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
 	    missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# airlockd drops to this user after binding its ports (config "user").
+ensure_user() {
+	getent passwd airlock >/dev/null && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: no user 'airlock' (run 'make deps' as root)" >&2
+		return 0
+	fi
+	echo "deps: adding system user airlock"
+	getent passwd airlock >/dev/null || useradd --system --no-create-home \
+	    --shell /usr/sbin/nologin airlock
+}
+if [ -z "$missing" ]; then
+	ensure_user
+	exit 0
+fi
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages:$missing (run 'make deps' as root)" >&2
 	exit 1
@@ -21,3 +35,4 @@ echo "deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing
+ensure_user

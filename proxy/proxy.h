@@ -133,6 +133,42 @@ void	proxy_policy_put(struct proxy_policy *pp);
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);
 
+/* proxy.c: the daemon's life (internals shared with proxy_ctl.c) */
+struct json_t;
+struct proxy_opts {
+	const char	*po_config;	/* --config, or NULL */
+	const char	*po_state_dir;	/* --state-dir, or NULL */
+	int		 po_foreground;
+	int		 po_check;	/* -n: check config and recorded policies, exit */
+	int		 po_verbose;
+};
+/* Runs airlockd; returns the process exit status. */
+int	proxy_main(const struct proxy_opts *o);
+/*
+ * The control commands, run on the main thread.  Each returns the reply object
+ * ({"ok":true,...} or {"ok":false,"error":...}), to be released with json_decref().
+ */
+struct json_t *proxy_cmd_reload(const char *source);
+struct json_t *proxy_cmd_sandbox_add(const char *name);
+struct json_t *proxy_cmd_sandbox_remove(const char *name);
+struct json_t *proxy_cmd_stats(void);
+
+/* Formats into buf[len], cutting what does not fit (messages only). */
+void	proxy_fmt(char *buf, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* proxy_ctl.c: the control socket */
+/*
+ * Creates the listening control socket at path (0600; its directory made 0700 if
+ * missing; a stale socket removed).  Refuses if another daemon answers there.
+ * Returns the fd, or -1 with one line in err.
+ */
+int	proxy_ctl_open(const char *path, char *err, size_t errlen);
+struct proxy_ctl;
+/* Serves fd (taken over) on base.  Returned server freed with proxy_ctl_free(). */
+struct proxy_ctl *proxy_ctl_new(struct event_base *base, int fd);
+void	proxy_ctl_free(struct proxy_ctl *c);
+
 /* proxy_map.c: per-sandbox mapped addresses (thread-safe, bounded LRU) */
 /*
  * A table handing out addresses from pool for names; at most max entries, the least
