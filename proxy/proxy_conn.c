@@ -1,0 +1,696 @@
+/*
+ * proxy/proxy_conn.c: the connection path of airlockd, per worker thread:
+ * accept -> peek -> decide -> dial (proxy_conn_dial.c) -> relay (proxy_conn_relay.c).
+ *
+ * Denial reason codes written by this path (the "reason" of a "deny" audit record),
+ * besides policy_reason_str()'s (name_not_allowed, port_not_allowed,
+ * protocol_not_allowed, address_not_allowed, ip_literal_name, invalid_name,
+ * address_in_floor, private_address):
+ *
+ *   not_redirected       the connection reached the proxy port directly (its original
+ *                        destination is the listener itself)
+ *   unmapped_address     a destination inside mapped_pool that the sandbox's DNS never
+ *                        handed out
+ *   connection_limit     the policy's limits.connections live connections reached
+ *   rate_limited         the policy's new-connections-per-second budget spent
+ *   sni_missing          a ClientHello without server_name
+ *   sni_mismatch         the SNI is not the mapped name
+ *   sni_ip_literal       the SNI is an IP address
+ *   sni_invalid          the SNI is not a valid host name
+ *   ech_refused          the ClientHello offers ECH (or draft ESNI)
+ *   tls_malformed        a malformed or oversized ClientHello
+ *   host_mismatch        plain HTTP whose Host (name or port) is not the destination
+ *   http_malformed       a malformed or oversized HTTP request head (duplicate Host,
+ *                        bare LF, obs-fold, ...)
+ *   peek_timeout         a partial ClientHello / request head after 10 s
+ *   inspect_unavailable  the rule asks for TLS inspection, which this build lacks
+ *   resolve_failed       the name has no IPv4 address on the host (or the lookup
+ *                        failed or timed out)
+ *   connect_failed       no TCP connection to the checked address within 10 s
+ *   policy_reload        a reload's policy no longer allows a live connection
+ *   sandbox_removed      the sandbox went away under a live connection
+ *
+ * Threads: every function here runs in its worker's thread; a worker's connection
+ * list is touched by no other thread.  Shared state (the sandbox registry, the audit
+ * log, the limit buckets) has its own locks.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <linux/netfilter_ipv4.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "audit.h"
+#include "hostname.h"
+#include "log.h"
+#include "netaddr.h"
+#include "policy.h"
+#include "proxy.h"
+#include "proxy_conn.h"
+#include "proxy_peek.h"
+
+static uint64_t proxy_conn_ids;	/* atomic */
+
+static void	proxy_conn_peek_read(struct bufferevent *, void *);
+static void	proxy_conn_peek_event(struct bufferevent *, short, void *);
+static void	proxy_conn_peek_timer(evutil_socket_t, short, void *);
+
+const char *
+proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *buf, size_t len)
+{
+	char ab[NETADDR_STRLEN];
+
+	if (a->na_family != AF_INET && a->na_family != AF_INET6) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	netaddr_fmt(a, ab, sizeof(ab));
+	if (a->na_family == AF_INET6)
+		snprintf(buf, len, "[%s]:%u", ab, port);
+	else
+		snprintf(buf, len, "%s:%u", ab, port);
+	return buf;
+}
+
+static long long
+proxy_conn_ms(const struct proxy_conn *c)
+{
+	struct timeval now, d;
+
+	evutil_gettimeofday(&now, NULL);
+	evutil_timersub(&now, &c->pc_start, &d);
+	return (long long)d.tv_sec * 1000 + d.tv_usec / 1000;
+}
+
+/*
+ * The one audit record of c.  Denials are written (and, per audit.fsync, synced)
+ * before the reset goes out, so a reviewer never misses a refusal the VM saw.
+ */
+static void
+proxy_conn_audit(struct proxy_conn *c, const char *reason)
+{
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv[2];
+	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
+	size_t nkv = 0;
+
+	r.ar_event = reason != NULL ? AUDIT_EV_DENY : AUDIT_EV_CONNECT;
+	r.ar_sandbox = c->pc_sandbox != NULL ? c->pc_sandbox->ps_rec.sb_name : NULL;
+	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
+	if (c->pc_name[0] != '\0')
+		snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
+	else
+		proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
+	r.ar_dst = dst;
+	if (c->pc_state >= PC_DECIDED && c->pc_proto == POLICY_PROTO_TLS)
+		r.ar_tls = policy_tls_str(c->pc_tls);
+	r.ar_decision = reason != NULL ? "deny" : "allow";
+	r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
+	r.ar_reason = reason != NULL ? reason :
+	    (c->pc_would_deny ? c->pc_wd_reason : NULL);
+	r.ar_would_deny = reason == NULL && c->pc_would_deny;
+	if (c->pc_state >= PC_DECIDED || reason == NULL) {
+		kv[nkv].ak_key = "proto";
+		kv[nkv].ak_str = policy_proto_str(c->pc_proto);
+		nkv++;
+	}
+	if (c->pc_state >= PC_CONNECT) {
+		kv[nkv].ak_key = "upstream";
+		kv[nkv].ak_str = proxy_conn_addrport(&c->pc_upstream, c->pc_dport, up,
+		    sizeof(up));
+		nkv++;
+	}
+	r.ar_extra = kv;
+	r.ar_nextra = nkv;
+	if (c->pc_state >= PC_RELAY) {
+		r.ar_bytes_up = (long long)c->pc_up;
+		r.ar_bytes_down = (long long)c->pc_down;
+	}
+	r.ar_ms = proxy_conn_ms(c);
+	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
+		log_warn("audit write (connection %llu)",
+		    (unsigned long long)c->pc_id);
+}
+
+/* Sends a fatal TLS alert (description desc) without waiting: the socket is fresh. */
+static void
+proxy_conn_tls_alert(int fd, unsigned char desc)
+{
+	unsigned char alert[7] = { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0 };
+
+	alert[6] = desc;
+	(void)send(fd, alert, sizeof(alert), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
+{
+	struct linger lg = { 1, 0 };
+	int fd;
+
+	/* A VM that left before saying anything had nothing decided: no record. */
+	if (reason != NULL || c->pc_state >= PC_DECIDED) {
+		proxy_conn_audit(c, reason);
+		if (c->pc_sandbox != NULL)
+			proxy_sandbox_count(c->pc_sandbox, reason != NULL ?
+			    PROXY_STAT_DENIED : PROXY_STAT_ALLOWED, 1);
+	}
+	proxy_conn_dial_cancel(c);
+	if (c->pc_client != NULL) {
+		fd = bufferevent_getfd(c->pc_client);
+		/* SO_LINGER 0: close() sends a RST, so the VM sees the refusal at once. */
+		if (rst && fd != -1 &&
+		    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
+			log_debug("SO_LINGER: %s", strerror(errno));
+		bufferevent_free(c->pc_client);
+	}
+	if (c->pc_server != NULL) {
+		fd = bufferevent_getfd(c->pc_server);
+		if (rst && fd != -1)
+			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		bufferevent_free(c->pc_server);
+	}
+	if (c->pc_timer != NULL)
+		event_free(c->pc_timer);
+	if (c->pc_pause != NULL)
+		event_free(c->pc_pause);
+	if (c->pc_policy != NULL)
+		proxy_policy_put(c->pc_policy);
+	if (c->pc_sandbox != NULL) {
+		if (c->pc_counted)
+			proxy_sandbox_count(c->pc_sandbox, PROXY_STAT_CONNS_LIVE, -1);
+		proxy_sandbox_put(c->pc_sandbox);
+	}
+	TAILQ_REMOVE(&c->pc_worker->pw_conns, c, pc_entry);
+	free(c);
+}
+
+/* Refuses c before anything was relayed: audit, then a reset. */
+static void
+proxy_conn_deny(struct proxy_conn *c, const char *reason)
+{
+	proxy_conn_close(c, reason, 1);
+}
+
+/*
+ * Would any protocol be allowed to this destination?  Lets a name, port or address
+ * that no rule opens be refused at once, before waiting for bytes.
+ */
+static const char *
+proxy_conn_precheck(struct proxy_conn *c, const struct policy *p)
+{
+	static const enum policy_proto protos[] = {
+		POLICY_PROTO_TLS, POLICY_PROTO_HTTP, POLICY_PROTO_TCP
+	};
+	struct policy_query q;
+	struct policy_verdict v;
+	size_t i;
+
+	memset(&q, 0, sizeof(q));
+	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
+	q.pq_addr = &c->pc_dst;
+	q.pq_port = c->pc_dport;
+	for (i = 0; i < sizeof(protos) / sizeof(protos[0]); i++) {
+		q.pq_proto = protos[i];
+		if (policy_decide(p, &q, &v) && !v.pv_would_deny)
+			return NULL;
+		if (v.pv_would_deny)
+			return NULL;	/* report mode: decided after the peek */
+	}
+	return policy_reason_str(v.pv_reason);
+}
+
+/*
+ * Consistency of what the VM presented with the destination: SNI / Host against the
+ * mapped name.  Returns NULL or a reason code; *alert the TLS alert to send.
+ */
+static const char *
+proxy_conn_check_peek(struct proxy_conn *c, enum peek_status st,
+    const struct peek_tls *t, const struct peek_http *h, unsigned char *alert)
+{
+	char name[HOSTNAME_MAX + 1];
+	struct netaddr a;
+	unsigned int port;
+	int rc;
+
+	*alert = 0;
+	if (c->pc_proto == POLICY_PROTO_TLS) {
+		*alert = 49;	/* access_denied */
+		if (t->pt_ech || t->pt_esni)
+			return "ech_refused";
+		if (st == PEEK_NO_SNI) {
+			if (c->pc_by_addr)
+				return NULL;
+			return "sni_missing";
+		}
+		rc = hostname_normalize(t->pt_sni, t->pt_sni_len, name);
+		if (rc == HOSTNAME_IP_LITERAL || (t->pt_sni_len == strlen(t->pt_sni) &&
+		    netaddr_parse(t->pt_sni, &a) == 0))
+			return c->pc_by_addr ? NULL : "sni_ip_literal";
+		*alert = 112;	/* unrecognized_name */
+		if (rc != HOSTNAME_OK)
+			return "sni_invalid";
+		if (!c->pc_by_addr && strcmp(name, c->pc_name) != 0)
+			return "sni_mismatch";
+		*alert = 0;
+		return NULL;
+	}
+	if (c->pc_proto == POLICY_PROTO_HTTP && !c->pc_by_addr) {
+		if (hostname_normalize(h->ph_host, h->ph_host_len, name) != HOSTNAME_OK ||
+		    strcmp(name, c->pc_name) != 0)
+			return "host_mismatch";
+		port = h->ph_port != 0 ? h->ph_port : 80;
+		if (port != c->pc_dport)
+			return "host_mismatch";
+	}
+	return NULL;
+}
+
+/* Rule-level and report-mode bookkeeping of an allowing verdict. */
+static void
+proxy_conn_take_verdict(struct proxy_conn *c, const struct policy_verdict *v)
+{
+	if (v->pv_rule != NULL && v->pv_rule->pr_id != NULL)
+		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v->pv_rule->pr_id);
+	c->pc_tls = v->pv_tls;
+	if (v->pv_would_deny && !c->pc_would_deny) {
+		c->pc_would_deny = 1;
+		snprintf(c->pc_wd_reason, sizeof(c->pc_wd_reason), "%s",
+		    policy_reason_str(v->pv_reason));
+	}
+}
+
+/*
+ * The first bytes are in: check them, ask the policy, and hand c on.  Returns after
+ * c was closed or passed to the dialer.
+ */
+static void
+proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
+    const struct peek_tls *t, const struct peek_http *h)
+{
+	const struct policy *p = c->pc_policy->pp_policy;
+	struct policy_query q;
+	struct policy_verdict v;
+	const char *why;
+	unsigned char alert;
+	int fd;
+
+	why = proxy_conn_check_peek(c, st, t, h, &alert);
+	if (why != NULL && p->p_mode == POLICY_MODE_REPORT && c->pc_name[0] != '\0') {
+		/* Report mode: the dial still goes to the mapped name only. */
+		c->pc_would_deny = 1;
+		snprintf(c->pc_wd_reason, sizeof(c->pc_wd_reason), "%s", why);
+		why = NULL;
+	}
+	if (why != NULL) {
+		c->pc_state = PC_DECIDED;
+		if (alert != 0 && (fd = bufferevent_getfd(c->pc_client)) != -1) {
+			proxy_conn_tls_alert(fd, alert);
+			proxy_conn_close(c, why, 0);
+		} else
+			proxy_conn_deny(c, why);
+		return;
+	}
+	memset(&q, 0, sizeof(q));
+	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
+	q.pq_addr = &c->pc_dst;
+	q.pq_port = c->pc_dport;
+	q.pq_proto = c->pc_proto;
+	c->pc_state = PC_DECIDED;
+	if (!policy_decide(p, &q, &v)) {
+		proxy_conn_deny(c, policy_reason_str(v.pv_reason));
+		return;
+	}
+	proxy_conn_take_verdict(c, &v);
+	c->pc_limits = p->p_limits;
+	if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
+	    v.pv_tls == POLICY_TLS_INSPECT) {
+		/* XXX issue 5: PC_INSPECT goes here; splicing would skip the rule's
+		 * http checks and injection, so refuse rather than splice. */
+		proxy_conn_deny(c, "inspect_unavailable");
+		return;
+	}
+	if (c->pc_by_addr)
+		c->pc_upstream = c->pc_dst;
+	proxy_conn_dial(c);
+}
+
+/* Looks at what has arrived so far.  May close c. */
+static void
+proxy_conn_peek(struct proxy_conn *c, int eof)
+{
+	struct evbuffer *in = bufferevent_get_input(c->pc_client);
+	struct peek_tls t;
+	struct peek_http h;
+	enum peek_status st = PEEK_NOT_MINE;
+	enum peek_proto kind;
+	size_t len = evbuffer_get_length(in);
+	const uint8_t *buf;
+
+	if (len > PEEK_TLS_MAX)
+		len = PEEK_TLS_MAX;
+	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL && len > 0) {
+		proxy_conn_deny(c, "tls_malformed");
+		return;
+	}
+	kind = peek_classify(buf, len);
+	if (kind == PEEK_PROTO_UNKNOWN) {
+		if (len == 0 && (eof || c->pc_quiet))
+			kind = PEEK_PROTO_TCP;	/* server speaks first */
+		else if (eof)
+			kind = PEEK_PROTO_TCP;
+		else
+			return;
+	}
+	memset(&t, 0, sizeof(t));
+	memset(&h, 0, sizeof(h));
+	if (kind == PEEK_PROTO_TLS) {
+		st = peek_tls_client_hello(buf, len, &t);
+		if (st == PEEK_NEED_MORE && !eof)
+			return;
+		if (st == PEEK_BAD || st == PEEK_NEED_MORE) {
+			log_debug("connection %llu: ClientHello: %s",
+			    (unsigned long long)c->pc_id,
+			    t.pt_why != NULL ? t.pt_why : "truncated");
+			proxy_conn_deny(c, "tls_malformed");
+			return;
+		}
+		if (st == PEEK_NOT_MINE)
+			kind = PEEK_PROTO_TCP;
+	} else if (kind == PEEK_PROTO_HTTP) {
+		st = peek_http_request(buf, len, &h);
+		if (st == PEEK_NEED_MORE && !eof)
+			return;
+		if (st == PEEK_BAD || st == PEEK_NEED_MORE) {
+			log_debug("connection %llu: request head: %s",
+			    (unsigned long long)c->pc_id,
+			    h.ph_why != NULL ? h.ph_why : "truncated");
+			proxy_conn_deny(c, "http_malformed");
+			return;
+		}
+		if (st == PEEK_NOT_MINE)
+			kind = PEEK_PROTO_TCP;
+	}
+	c->pc_proto = kind == PEEK_PROTO_TLS ? POLICY_PROTO_TLS :
+	    kind == PEEK_PROTO_HTTP ? POLICY_PROTO_HTTP : POLICY_PROTO_TCP;
+	/* Stop reading until the relay starts: the peeked bytes stay buffered. */
+	bufferevent_disable(c->pc_client, EV_READ);
+	bufferevent_setcb(c->pc_client, NULL, NULL, proxy_conn_peek_event, c);
+	event_del(c->pc_timer);
+	if (eof)
+		c->pc_client_eof = 1;
+	proxy_conn_decide(c, st, &t, &h);
+}
+
+static void
+proxy_conn_peek_read(struct bufferevent *bev, void *arg)
+{
+	proxy_conn_peek(arg, 0);
+}
+
+static void
+proxy_conn_peek_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (c->pc_state == PC_PEEK && (what & BEV_EVENT_EOF) &&
+	    evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+		proxy_conn_peek(c, 1);
+		return;
+	}
+	/*
+	 * Gone before saying anything (or an error while waiting for the dial): nothing
+	 * was decided or relayed, so there is nothing to audit as a connection.
+	 */
+	if (c->pc_state == PC_PEEK) {
+		proxy_conn_close(c, NULL, 1);
+		return;
+	}
+	/* EOF after the peek: remembered for the relay's half-close. */
+	if (what & BEV_EVENT_EOF) {
+		c->pc_client_eof = 1;
+		return;
+	}
+	/* The VM gave up while we dialled: allowed, nothing relayed. */
+	proxy_conn_close(c, NULL, 1);
+}
+
+static void
+proxy_conn_peek_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	long ms = PROXY_PEEK_DEADLINE * 1000L - PROXY_PEEK_QUIET_MS;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (!c->pc_quiet) {
+		c->pc_quiet = 1;
+		if (evbuffer_get_length(bufferevent_get_input(c->pc_client)) == 0) {
+			proxy_conn_peek(c, 0);	/* raw TCP: the server speaks first */
+			return;
+		}
+		/* Some bytes came: the rest of the 10 s deadline for the whole head. */
+		if (evtimer_add(c->pc_timer, &tv) == -1)
+			proxy_conn_deny(c, "internal_error");
+		return;
+	}
+	proxy_conn_deny(c, "peek_timeout");
+}
+
+/* The original destination of a redirected (REDIRECT/DNAT) IPv4 connection. */
+static int
+proxy_conn_orig_dst(int fd, struct netaddr *dst, uint16_t *port)
+{
+	struct sockaddr_in sin, self;
+	socklen_t len = sizeof(sin), slen = sizeof(self);
+
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &sin, &len) == -1)
+		return -1;
+	if (getsockname(fd, (struct sockaddr *)&self, &slen) == -1)
+		return -1;
+	if (sin.sin_family != AF_INET)
+		return -1;
+	if (netaddr_from_sockaddr((struct sockaddr *)&sin, dst, port) == -1)
+		return -1;
+	/*
+	 * Not redirected: conntrack reports our own address as the destination.  dst
+	 * is left filled for the audit record.
+	 */
+	if (sin.sin_addr.s_addr == self.sin_addr.s_addr &&
+	    sin.sin_port == self.sin_port) {
+		errno = EADDRNOTAVAIL;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct proxy_worker *w = arg;
+	struct proxy_conn *c = NULL;
+	struct proxy_sandbox *ps;
+	struct linger lg = { 1, 0 };
+	struct timeval tv = { 0, PROXY_PEEK_QUIET_MS * 1000 };
+	const struct airlock_config *cfg = proxy_config();
+	const struct policy *p;
+	const char *why = NULL;
+	int one = 1;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_warn("connection");
+		goto reset;
+	}
+	c->pc_worker = w;
+	c->pc_id = __atomic_add_fetch(&proxy_conn_ids, 1, __ATOMIC_RELAXED);
+	evutil_gettimeofday(&c->pc_start, NULL);
+	c->pc_last = c->pc_start;
+	TAILQ_INSERT_TAIL(&w->pw_conns, c, pc_entry);
+	if (netaddr_from_sockaddr(sa, &c->pc_src, &c->pc_sport) == -1)
+		goto reset;
+	if ((ps = proxy_sandbox_find(&c->pc_src)) == NULL) {
+		log_debug("connection from an unknown source: reset");
+		goto reset;
+	}
+	c->pc_sandbox = ps;
+	proxy_sandbox_count(ps, PROXY_STAT_CONNS_LIVE, 1);
+	c->pc_counted = 1;
+	c->pc_policy = proxy_sandbox_policy(ps);
+	p = c->pc_policy->pp_policy;
+	c->pc_limits = p->p_limits;
+	c->pc_client = bufferevent_socket_new(w->pw_base, fd,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (c->pc_client == NULL) {
+		log_warnx("bufferevent_socket_new failed");
+		goto reset;
+	}
+	fd = -1;	/* owned by pc_client */
+
+	if (proxy_conn_orig_dst(bufferevent_getfd(c->pc_client), &c->pc_dst,
+	    &c->pc_dport) == -1) {
+		why = "not_redirected";
+		goto deny;
+	}
+	if (p->p_limits.pl_connections != 0 && proxy_sandbox_counter(
+	    &ps->ps_conns_live) > p->p_limits.pl_connections) {
+		why = "connection_limit";
+		goto deny;
+	}
+	if (proxy_limit_conn_take(ps->ps_rec.sb_name, &p->p_limits) == -1) {
+		why = "rate_limited";
+		goto deny;
+	}
+	if (netaddr_cidr_contains(&cfg->mapped_pool, &c->pc_dst)) {
+		if (proxy_map_addr_to_name(ps->ps_map, &c->pc_dst, c->pc_name,
+		    sizeof(c->pc_name)) == -1) {
+			why = "unmapped_address";
+			goto deny;
+		}
+	} else
+		c->pc_by_addr = 1;
+	if ((why = proxy_conn_precheck(c, p)) != NULL)
+		goto deny;
+
+	(void)setsockopt(bufferevent_getfd(c->pc_client), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one));
+	if ((c->pc_timer = evtimer_new(w->pw_base, proxy_conn_peek_timer, c)) == NULL) {
+		why = "internal_error";
+		goto deny;
+	}
+	/* Read no more than a ClientHello can take while peeking. */
+	bufferevent_setwatermark(c->pc_client, EV_READ, 0, PEEK_TLS_MAX);
+	bufferevent_setcb(c->pc_client, proxy_conn_peek_read, NULL,
+	    proxy_conn_peek_event, c);
+	if (bufferevent_enable(c->pc_client, EV_READ) == -1 ||
+	    evtimer_add(c->pc_timer, &tv) == -1) {
+		why = "internal_error";
+		goto deny;
+	}
+	c->pc_state = PC_PEEK;
+	return;
+ deny:
+	proxy_conn_deny(c, why);
+	return;
+ reset:
+	if (fd != -1) {
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);
+	}
+	if (c != NULL)
+		proxy_conn_close(c, NULL, 1);
+}
+
+static void
+proxy_conn_accept_error(struct evconnlistener *l, void *arg)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+
+	/* EMFILE and friends: keep the listener; the next accept may succeed. */
+	log_warnx("accept: %s", evutil_socket_error_to_string(err));
+}
+
+struct proxy_worker *
+proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdns)
+{
+	struct proxy_worker *w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return NULL;
+	w->pw_base = base;
+	w->pw_dns = evdns;
+	TAILQ_INIT(&w->pw_conns);
+	if (proxy_conn_host_addrs(w) == -1)
+		log_warn("getifaddrs: the host's own addresses are unknown");
+	/* The fd stays the core's: several workers may accept on it. */
+	w->pw_listener = evconnlistener_new(base, proxy_conn_accept, w,
+	    LEV_OPT_REUSEABLE, -1, listen_fd);
+	if (w->pw_listener == NULL) {
+		free(w);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(w->pw_listener, proxy_conn_accept_error);
+	return w;
+}
+
+void
+proxy_worker_free(struct proxy_worker *w)
+{
+	struct proxy_conn *c;
+
+	if (w == NULL)
+		return;
+	if (w->pw_listener != NULL)
+		evconnlistener_free(w->pw_listener);
+	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
+		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : "shutdown", 1);
+	free(w);
+}
+
+/* Would c's destination, as decided, still be allowed by policy p? */
+static const char *
+proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
+{
+	struct policy_query q;
+	struct policy_verdict v;
+
+	memset(&q, 0, sizeof(q));
+	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
+	q.pq_addr = &c->pc_dst;
+	q.pq_port = c->pc_dport;
+	q.pq_proto = c->pc_proto;
+	if (!policy_decide(p, &q, &v))
+		return "policy_reload";
+	if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
+	    v.pv_tls == POLICY_TLS_INSPECT)
+		return "policy_reload";	/* now inspect: the splice may not go on */
+	/* A cidr destination must still pass the address check with the new rule. */
+	if (c->pc_state >= PC_CONNECT && c->pc_by_addr &&
+	    netaddr_classify(&c->pc_upstream, NULL) == NETADDR_PRIVATE &&
+	    !policy_rule_allows_private(v.pv_rule, &c->pc_upstream))
+		return "policy_reload";
+	if (v.pv_rule != NULL && v.pv_rule->pr_id != NULL)
+		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v.pv_rule->pr_id);
+	c->pc_limits = p->p_limits;
+	return NULL;
+}
+
+void
+proxy_worker_recheck(struct proxy_worker *w)
+{
+	struct proxy_conn *c, *next;
+	struct proxy_policy *pp;
+	const char *why;
+
+	if (proxy_conn_host_addrs(w) == -1)
+		log_warn("getifaddrs");
+	for (c = TAILQ_FIRST(&w->pw_conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, pc_entry);
+		if (c->pc_sandbox == NULL || c->pc_state == PC_PEEK)
+			continue;	/* decided later, with the current policy */
+		if (proxy_sandbox_is_dead(c->pc_sandbox)) {
+			proxy_conn_close(c, "sandbox_removed", 1);
+			continue;
+		}
+		pp = proxy_sandbox_policy(c->pc_sandbox);
+		why = proxy_conn_recheck_one(c, pp->pp_policy);
+		if (why != NULL && pp->pp_policy->p_mode == POLICY_MODE_REPORT)
+			why = NULL;
+		proxy_policy_put(pp);
+		if (why != NULL)
+			proxy_conn_close(c, why, 1);
+	}
+}

@@ -1,0 +1,147 @@
+/*
+ * proxy/proxy_conn.h: internals shared by the connection path's files
+ * (proxy_conn.c: worker, accept, peek, decide, close and audit; proxy_conn_dial.c:
+ * resolve, check, connect; proxy_conn_relay.c: the splice relay; proxy_conn_limit.c:
+ * per-sandbox limits).  Nothing here is used outside proxy_conn*.c.
+ *
+ * A connection moves through the states below, each owned by one file.  TLS
+ * inspection (issue 5) adds a state after PC_DECIDED that terminates TLS instead of
+ * dialling for a splice; the peeked bytes stay in the client's input buffer until the
+ * state that consumes them (the relay replays them, inspection would hand them to
+ * OpenSSL).
+ */
+#ifndef AIRLOCK_PROXY_CONN_H
+#define AIRLOCK_PROXY_CONN_H
+
+#include <sys/queue.h>
+#include <sys/time.h>
+
+#include <stdint.h>
+
+#include "hostname.h"
+#include "netaddr.h"
+#include "policy.h"
+#include "proxy.h"
+#include "proxy_peek.h"
+
+struct bufferevent;
+struct event;
+struct evconnlistener;
+struct evutil_addrinfo;
+
+/* Timeouts (seconds unless said otherwise). */
+#define PROXY_PEEK_QUIET_MS	300	/* nothing sent yet: server speaks first (raw) */
+#define PROXY_PEEK_DEADLINE	10	/* a partial ClientHello / request head */
+#define PROXY_CONNECT_TIMEOUT	10	/* resolve + TCP connect upstream */
+#define PROXY_IDLE_TIMEOUT	300	/* no byte either way */
+/* Backpressure: stop reading a side when the other's output holds this much. */
+#define PROXY_RELAY_HIGH	(256 * 1024)
+#define PROXY_RELAY_LOW		(64 * 1024)
+#define PROXY_HOST_ADDRS_MAX	64
+
+enum proxy_conn_state {
+	PC_PEEK = 0,		/* reading the first bytes (client input buffered) */
+	PC_DECIDED,		/* allowed; the policy said splice */
+	/* issue 5: PC_INSPECT (terminate TLS here) */
+	PC_RESOLVE,		/* evdns_getaddrinfo outstanding */
+	PC_CONNECT,		/* TCP connect to the pinned address outstanding */
+	PC_RELAY,		/* splicing bytes both ways */
+};
+
+struct proxy_dns_ticket;
+
+struct proxy_conn {
+	TAILQ_ENTRY(proxy_conn) pc_entry;
+	struct proxy_worker	*pc_worker;
+	enum proxy_conn_state	 pc_state;
+	uint64_t		 pc_id;
+	struct proxy_sandbox	*pc_sandbox;	/* referenced */
+	struct proxy_policy	*pc_policy;	/* referenced until the dial is done */
+	struct bufferevent	*pc_client;	/* owns the VM's socket */
+	struct bufferevent	*pc_server;	/* owns the upstream socket */
+	struct event		*pc_timer;	/* peek / connect / idle timer */
+	struct event		*pc_pause;	/* bytes_per_second pause */
+	struct proxy_dns_ticket	*pc_dns;	/* outstanding lookup, or NULL */
+
+	struct netaddr		 pc_src;
+	uint16_t		 pc_sport;
+	struct netaddr		 pc_dst;		/* the original destination */
+	uint16_t		 pc_dport;
+	struct netaddr		 pc_upstream;		/* the pinned address */
+	char			 pc_name[HOSTNAME_MAX + 1]; /* mapped name, or "" */
+	int			 pc_by_addr;	/* dst not in the mapped pool */
+
+	enum policy_proto	 pc_proto;	/* what the first bytes were */
+	int			 pc_quiet;	/* the quiet timer has fired */
+	char			 pc_rule[64];	/* rule id that allowed it */
+	int			 pc_would_deny;	/* report mode */
+	char			 pc_wd_reason[32];
+	enum policy_tls		 pc_tls;
+	struct policy_limits	 pc_limits;	/* copied at decision and recheck */
+
+	struct timeval		 pc_start;
+	struct timeval		 pc_last;	/* last byte either way */
+	uint64_t		 pc_up;		/* VM -> origin */
+	uint64_t		 pc_down;	/* origin -> VM */
+	int			 pc_client_eof;
+	int			 pc_server_eof;
+	int			 pc_paused;	/* rate limit: reads held */
+	int			 pc_counted;	/* ps_conns_live incremented */
+};
+
+TAILQ_HEAD(proxy_conn_list, proxy_conn);
+
+struct proxy_worker {
+	struct event_base	*pw_base;
+	struct evdns_base	*pw_dns;
+	struct evconnlistener	*pw_listener;
+	struct proxy_conn_list	 pw_conns;
+	/* the host's own addresses: the floor for upstream dials (refreshed on recheck) */
+	struct netaddr		 pw_host[PROXY_HOST_ADDRS_MAX];
+	size_t			 pw_nhost;
+};
+
+/* proxy_conn.c */
+/*
+ * Ends c: writes its audit record (a "deny" with reason when reason is not NULL,
+ * else a "connect"), resets the VM's socket for a denial (rst), frees c.
+ */
+void	proxy_conn_close(struct proxy_conn *c, const char *reason, int rst);
+/* "ip:port" into buf. */
+const char *proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *buf,
+	    size_t len);
+
+/* proxy_conn_dial.c */
+/* Resolves c's name (or takes its address), checks, connects; closes c on failure. */
+void	proxy_conn_dial(struct proxy_conn *c);
+/* Drops an outstanding lookup (c is going away). */
+void	proxy_conn_dial_cancel(struct proxy_conn *c);
+/*
+ * Which answer is acceptable: 0 and *why NULL for a usable address, else -1 and *why
+ * the reason code ("address_in_floor", "private_address").
+ */
+int	proxy_conn_addr_check(const struct proxy_worker *w,
+	    const struct policy_rule *rule, const struct netaddr *a, const char **why);
+/* Fills w's host address list from getifaddrs().  0 or -1. */
+int	proxy_conn_host_addrs(struct proxy_worker *w);
+
+/* proxy_conn_relay.c */
+/* c's upstream is connected: replay the peeked bytes, relay until both sides end. */
+void	proxy_conn_relay_start(struct proxy_conn *c);
+/* Re-evaluates which sides may read (EOF, backpressure, rate pause). */
+void	proxy_conn_relay_update(struct proxy_conn *c);
+
+/* proxy_conn_limit.c */
+/*
+ * Takes one new-connection token of sandbox name under limit l.  0: allowed,
+ * -1: over the rate.
+ */
+int	proxy_limit_conn_take(const char *name, const struct policy_limits *l);
+/*
+ * Charges n bytes to sandbox name; returns 0, or the milliseconds reads should pause
+ * for the bucket to refill.
+ */
+long	proxy_limit_bytes_take(const char *name, const struct policy_limits *l,
+	    size_t n);
+
+#endif

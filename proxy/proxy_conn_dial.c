@@ -1,0 +1,289 @@
+/*
+ * proxy/proxy_conn_dial.c: the upstream side of an allowed connection.  The mapped
+ * name is resolved the way the host resolves it (evdns: /etc/hosts, then the
+ * resolv.conf servers; asynchronous), every answer is classified, and the connection
+ * goes to the first acceptable address: that address is pinned, there is no second
+ * lookup (so a rebinding answer cannot redirect the connection afterwards).
+ *
+ * Acceptable: IPv4 (the relay does not dial IPv6 upstream; the VM has no IPv6
+ * either), not in the floor (netaddr_classify() plus the host's own addresses), and
+ * not private unless the deciding rule is a cidr rule naming that range
+ * (policy_rule_allows_private()); a name rule never opens a private address.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/util.h>
+
+#include "log.h"
+#include "netaddr.h"
+#include "policy.h"
+#include "proxy.h"
+#include "proxy_conn.h"
+
+/*
+ * An outstanding lookup.  The callback gets the ticket, not the connection: a
+ * connection closed mid-lookup clears pt_conn and cancels, and the callback (run at
+ * once by evdns_getaddrinfo_cancel() or later) then only frees the ticket.
+ */
+struct proxy_dns_ticket {
+	struct proxy_conn			*pt_conn;
+	struct evdns_getaddrinfo_request	*pt_req;
+	int					 pt_done;
+};
+
+int
+proxy_conn_host_addrs(struct proxy_worker *w)
+{
+	struct ifaddrs *ifa = NULL, *i;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) == -1)
+		return -1;
+	for (i = ifa; i != NULL && n < PROXY_HOST_ADDRS_MAX; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET &&
+		    i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if (netaddr_from_sockaddr(i->ifa_addr, &w->pw_host[n], NULL) == 0)
+			n++;
+	}
+	w->pw_nhost = n;
+	freeifaddrs(ifa);
+	return 0;
+}
+
+int
+proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *rule,
+    const struct netaddr *a, const char **why)
+{
+	struct netaddr v4;
+	size_t i;
+
+	*why = NULL;
+	for (i = 0; i < w->pw_nhost; i++) {
+		if (netaddr_equal(&w->pw_host[i], a) ||
+		    (netaddr_embedded_v4(a, &v4) &&
+		    netaddr_equal(&w->pw_host[i], &v4))) {
+			*why = "address_in_floor";
+			return -1;
+		}
+	}
+	switch (netaddr_classify(a, NULL)) {
+	case NETADDR_PUBLIC:
+		return 0;
+	case NETADDR_PRIVATE:
+		if (rule != NULL && policy_rule_allows_private(rule, a))
+			return 0;
+		*why = "private_address";
+		return -1;
+	case NETADDR_FLOOR:
+		break;
+	}
+	*why = "address_in_floor";
+	return -1;
+}
+
+static void
+proxy_conn_dial_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		event_del(c->pc_timer);
+		proxy_conn_relay_start(c);
+		return;
+	}
+	log_debug("connection %llu: upstream connect failed: %s",
+	    (unsigned long long)c->pc_id,
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	proxy_conn_close(c, "connect_failed", 1);
+}
+
+static void
+proxy_conn_dial_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	proxy_conn_close(c, c->pc_state == PC_RESOLVE ? "resolve_failed" :
+	    "connect_failed", 1);
+}
+
+/* Connects to c->pc_upstream (already checked).  May close c. */
+static void
+proxy_conn_connect(struct proxy_conn *c)
+{
+	struct sockaddr_in sin;
+	uint16_t port = c->pc_dport;
+	int one = 1;
+
+	c->pc_state = PC_CONNECT;
+	c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (c->pc_server == NULL) {
+		proxy_conn_close(c, "internal_error", 1);
+		return;
+	}
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr = c->pc_upstream.na_u.v4;
+	sin.sin_port = htons(port);
+	bufferevent_setcb(c->pc_server, NULL, NULL, proxy_conn_dial_event, c);
+	if (bufferevent_socket_connect(c->pc_server, (struct sockaddr *)&sin,
+	    sizeof(sin)) == -1) {
+		/* An immediate failure also reaches proxy_conn_dial_event only for
+		 * some errors; the bufferevent is unusable either way. */
+		proxy_conn_close(c, "connect_failed", 1);
+		return;
+	}
+	(void)setsockopt(bufferevent_getfd(c->pc_server), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one));
+}
+
+static void
+proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct proxy_dns_ticket *t = arg;
+	struct proxy_conn *c = t->pt_conn;
+	const struct policy_rule *rule = NULL;
+	struct policy_verdict v;
+	struct policy_query q;
+	struct evutil_addrinfo *ai;
+	struct netaddr a;
+	const char *why = NULL, *worst = NULL;
+	int found = 0;
+
+	t->pt_done = 1;
+	if (c == NULL) {
+		/* cancelled: the connection is gone (or going) */
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		free(t);
+		return;
+	}
+	c->pc_dns = NULL;
+	free(t);
+	if (result != 0 || res == NULL) {
+		log_debug("connection %llu: resolve %s: %s",
+		    (unsigned long long)c->pc_id, c->pc_name,
+		    evutil_gai_strerror(result));
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		proxy_conn_close(c, "resolve_failed", 1);
+		return;
+	}
+	/* The deciding rule, for policy_rule_allows_private(). */
+	memset(&q, 0, sizeof(q));
+	q.pq_host = c->pc_name;
+	q.pq_addr = &c->pc_dst;
+	q.pq_port = c->pc_dport;
+	q.pq_proto = c->pc_proto;
+	if (policy_decide(c->pc_policy->pp_policy, &q, &v) || v.pv_would_deny)
+		rule = v.pv_rule;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET ||
+		    netaddr_from_sockaddr(ai->ai_addr, &a, NULL) == -1)
+			continue;
+		if (proxy_conn_addr_check(c->pc_worker, rule, &a, &why) == 0) {
+			found = 1;
+			break;
+		}
+		/* Report the floor over a private answer when both were seen. */
+		if (worst == NULL || strcmp(why, "address_in_floor") == 0)
+			worst = why;
+	}
+	evutil_freeaddrinfo(res);
+	if (!found) {
+		proxy_conn_close(c, worst != NULL ? worst : "resolve_failed", 1);
+		return;
+	}
+	c->pc_upstream = a;
+	proxy_conn_connect(c);
+}
+
+void
+proxy_conn_dial(struct proxy_conn *c)
+{
+	struct evutil_addrinfo hints;
+	struct proxy_dns_ticket *t;
+	struct evdns_getaddrinfo_request *req;
+	struct timeval tv = { PROXY_CONNECT_TIMEOUT, 0 };
+	const struct policy_rule *rule = NULL;
+	struct policy_verdict v;
+	struct policy_query q;
+	const char *why;
+
+	event_assign(c->pc_timer, c->pc_worker->pw_base, -1, 0,
+	    proxy_conn_dial_timer, c);
+	if (evtimer_add(c->pc_timer, &tv) == -1) {
+		proxy_conn_close(c, "internal_error", 1);
+		return;
+	}
+	if (c->pc_by_addr) {
+		/* A cidr rule allowed the address itself: check it as an answer. */
+		memset(&q, 0, sizeof(q));
+		q.pq_addr = &c->pc_dst;
+		q.pq_port = c->pc_dport;
+		q.pq_proto = c->pc_proto;
+		if (policy_decide(c->pc_policy->pp_policy, &q, &v) || v.pv_would_deny)
+			rule = v.pv_rule;
+		if (c->pc_dst.na_family != AF_INET) {
+			proxy_conn_close(c, "address_not_allowed", 1);
+			return;
+		}
+		if (proxy_conn_addr_check(c->pc_worker, rule, &c->pc_dst, &why) == -1) {
+			proxy_conn_close(c, why, 1);
+			return;
+		}
+		c->pc_upstream = c->pc_dst;
+		proxy_conn_connect(c);
+		return;
+	}
+	if (c->pc_worker->pw_dns == NULL) {
+		proxy_conn_close(c, "resolve_failed", 1);
+		return;
+	}
+	if ((t = calloc(1, sizeof(*t))) == NULL) {
+		proxy_conn_close(c, "internal_error", 1);
+		return;
+	}
+	t->pt_conn = c;
+	c->pc_dns = t;
+	c->pc_state = PC_RESOLVE;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	/*
+	 * The callback may run before this returns (an /etc/hosts answer, an
+	 * immediate error) and may close c: touch nothing of c or t afterwards
+	 * unless the lookup is still outstanding.
+	 */
+	req = evdns_getaddrinfo(c->pc_worker->pw_dns, c->pc_name, NULL, &hints,
+	    proxy_conn_resolved, t);
+	if (req != NULL)
+		t->pt_req = req;	/* still outstanding: t is alive */
+}
+
+void
+proxy_conn_dial_cancel(struct proxy_conn *c)
+{
+	struct proxy_dns_ticket *t = c->pc_dns;
+
+	if (t == NULL)
+		return;
+	c->pc_dns = NULL;
+	t->pt_conn = NULL;
+	if (t->pt_req != NULL)
+		evdns_getaddrinfo_cancel(t->pt_req);	/* the callback frees t */
+}
