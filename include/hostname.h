@@ -31,14 +31,20 @@ enum hostname_err {
  * Normalises the len bytes at in (not NUL-terminated necessarily; an embedded NUL is
  * an error): ASCII lower-case, one trailing dot removed, strict LDH labels, A-labels
  * only.  Writes the result, NUL-terminated, to out[HOSTNAME_MAX + 1].
- * Returns HOSTNAME_OK or a negative enum hostname_err.
+ * Returns HOSTNAME_OK or a negative enum hostname_err (out is then "").
+ * in and out may be the same buffer (normalising in place).  A name whose last label
+ * is numeric (all digits, or "0x" and hex digits) is HOSTNAME_IP_LITERAL, so nothing
+ * inet_aton() or a browser would read as an IPv4 address is ever a name.  An "xn--"
+ * label must be canonical RFC 3492 punycode decoding to non-ASCII text (no controls,
+ * surrogates or noncharacters); the IDNA2008 tables are not checked.
  */
 int	hostname_normalize(const char *in, size_t len, char *out);
 
 /*
  * A policy host pattern: an exact name, or "*.suffix" (any name strictly below
  * suffix).  Normalises into out; refuses a bare "*", a '*' anywhere but a whole first
- * label, and a wildcard whose suffix is a public suffix (libpsl).
+ * label, and a wildcard whose suffix is a public suffix (libpsl, private entries
+ * such as github.io included) or a single label ("*.internal").  Thread-safe.
  */
 int	hostname_pattern_normalize(const char *in, size_t len, char *out);
 

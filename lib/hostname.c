@@ -264,25 +264,38 @@ hostname_normalize(const char *in, size_t len, char *out)
 	char buf[HOSTNAME_MAX + 1];
 	size_t i, start, last;
 	unsigned char c;
-	int rc;
+	int rc = HOSTNAME_OK;
 
-	out[0] = '\0';
-	/* Bytes first: a NUL or a non-ASCII byte says more than any later rule. */
+	/*
+	 * in is only read and out only written at the end, so in == out (normalising
+	 * in place) is allowed.  Bytes first: a NUL or a non-ASCII byte says more
+	 * than any later rule.
+	 */
 	for (i = 0; i < len; i++) {
 		c = (unsigned char)in[i];
-		if (c < 0x20 || c == 0x7f)
-			return HOSTNAME_CONTROL;
-		if (c >= 0x80)
-			return HOSTNAME_NON_ASCII;
+		if (c < 0x20 || c == 0x7f) {
+			rc = HOSTNAME_CONTROL;
+			goto out;
+		}
+		if (c >= 0x80) {
+			rc = HOSTNAME_NON_ASCII;
+			goto out;
+		}
 	}
 	if (len > 0 && in[len - 1] == '.')
 		len--;
-	if (len == 0)
-		return HOSTNAME_EMPTY;
-	if (in[len - 1] == '.' || in[0] == '.')
-		return HOSTNAME_EMPTY_LABEL;
-	if (len > HOSTNAME_MAX)
-		return HOSTNAME_TOO_LONG;
+	if (len == 0) {
+		rc = HOSTNAME_EMPTY;
+		goto out;
+	}
+	if (in[len - 1] == '.' || in[0] == '.') {
+		rc = HOSTNAME_EMPTY_LABEL;
+		goto out;
+	}
+	if (len > HOSTNAME_MAX) {
+		rc = HOSTNAME_TOO_LONG;
+		goto out;
+	}
 	for (i = 0; i < len; i++) {
 		c = (unsigned char)in[i];
 		buf[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : (char)c;
@@ -292,18 +305,24 @@ hostname_normalize(const char *in, size_t len, char *out)
 		if (i < len && buf[i] != '.')
 			continue;
 		if (i == start)
-			return HOSTNAME_EMPTY_LABEL;
-		if (i - start > HOSTNAME_LABEL_MAX)
-			return HOSTNAME_TOO_LONG;
-		if ((rc = hostname_label_check(buf + start, i - start)) != HOSTNAME_OK)
-			return rc;
+			rc = HOSTNAME_EMPTY_LABEL;
+		else if (i - start > HOSTNAME_LABEL_MAX)
+			rc = HOSTNAME_TOO_LONG;
+		else
+			rc = hostname_label_check(buf + start, i - start);
+		if (rc != HOSTNAME_OK)
+			goto out;
 		last = start;
 		start = i + 1;
 	}
 	if (hostname_label_is_numeric(buf + last, len - last))
-		return HOSTNAME_IP_LITERAL;
-	memcpy(out, buf, len + 1);
-	return HOSTNAME_OK;
+		rc = HOSTNAME_IP_LITERAL;
+ out:
+	if (rc == HOSTNAME_OK)
+		memcpy(out, buf, len + 1);
+	else
+		out[0] = '\0';
+	return rc;
 }
 
 static void
@@ -318,34 +337,41 @@ int
 hostname_pattern_normalize(const char *in, size_t len, char *out)
 {
 	char suffix[HOSTNAME_MAX + 1];
-	size_t slen;
+	size_t slen = 0;
 	int rc;
 
-	out[0] = '\0';
 	if (len == 0 || in[0] != '*')
 		return hostname_normalize(in, len, out);
 	/* Bare "*" and "*." would match every name. */
-	if (len == 1 || (len == 2 && in[1] == '.'))
-		return HOSTNAME_PUBLIC_SUFFIX;
-	if (in[1] != '.')
-		return HOSTNAME_WILDCARD;
+	if (len == 1 || (len == 2 && in[1] == '.')) {
+		rc = HOSTNAME_PUBLIC_SUFFIX;
+		goto out;
+	}
+	if (in[1] != '.') {
+		rc = HOSTNAME_WILDCARD;
+		goto out;
+	}
 	if ((rc = hostname_normalize(in + 2, len - 2, suffix)) != HOSTNAME_OK)
-		return rc;
+		goto out;
 	slen = strlen(suffix);
 	if (slen + 2 > HOSTNAME_MAX)
-		return HOSTNAME_TOO_LONG;
+		rc = HOSTNAME_TOO_LONG;
 	/* "*.internal": a single label is a TLD of its own, public or not. */
-	if (strchr(suffix, '.') == NULL)
-		return HOSTNAME_PUBLIC_SUFFIX;
-	if (pthread_once(&hostname_psl_once, hostname_psl_init) != 0 ||
+	else if (strchr(suffix, '.') == NULL)
+		rc = HOSTNAME_PUBLIC_SUFFIX;
+	else if (pthread_once(&hostname_psl_once, hostname_psl_init) != 0 ||
 	    hostname_psl == NULL)
-		return HOSTNAME_PUBLIC_SUFFIX;	/* no list: fail closed */
-	if (psl_is_public_suffix2(hostname_psl, suffix, PSL_TYPE_ANY))
-		return HOSTNAME_PUBLIC_SUFFIX;
-	out[0] = '*';
-	out[1] = '.';
-	memcpy(out + 2, suffix, slen + 1);
-	return HOSTNAME_OK;
+		rc = HOSTNAME_PUBLIC_SUFFIX;	/* no list: fail closed */
+	else if (psl_is_public_suffix2(hostname_psl, suffix, PSL_TYPE_ANY))
+		rc = HOSTNAME_PUBLIC_SUFFIX;
+ out:
+	if (rc == HOSTNAME_OK) {
+		out[0] = '*';
+		out[1] = '.';
+		memcpy(out + 2, suffix, slen + 1);
+	} else
+		out[0] = '\0';
+	return rc;
 }
 
 int

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "netaddr.h"
@@ -404,26 +405,52 @@ static const struct netaddr_range netaddr_ranges_v6[] = {
 	{ "100::/64",		NETADDR_PRIVATE, "discard" },
 };
 
+#define NETADDR_NV4	(sizeof(netaddr_ranges_v4) / sizeof(netaddr_ranges_v4[0]))
+#define NETADDR_NV6	(sizeof(netaddr_ranges_v6) / sizeof(netaddr_ranges_v6[0]))
+
+/* The tables above, parsed once (pthread_once) and never changed afterwards. */
+static pthread_once_t		netaddr_once = PTHREAD_ONCE_INIT;
+static struct netaddr_cidr	netaddr_cidrs_v4[NETADDR_NV4];
+static struct netaddr_cidr	netaddr_cidrs_v6[NETADDR_NV6];
+static int			netaddr_tables_ok;
+
+static void
+netaddr_tables_init(void)
+{
+	size_t i;
+
+	for (i = 0; i < NETADDR_NV4; i++)
+		if (netaddr_cidr_parse(netaddr_ranges_v4[i].nr_cidr,
+		    &netaddr_cidrs_v4[i]) == -1)
+			return;
+	for (i = 0; i < NETADDR_NV6; i++)
+		if (netaddr_cidr_parse(netaddr_ranges_v6[i].nr_cidr,
+		    &netaddr_cidrs_v6[i]) == -1)
+			return;
+	netaddr_tables_ok = 1;
+}
+
 static enum netaddr_class
 netaddr_classify_table(const struct netaddr *a, const struct netaddr_range *t,
-    size_t n, const char **why)
+    const struct netaddr_cidr *c, size_t n, const char **why)
 {
-	struct netaddr_cidr c;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		/* The tables are constant and tested; a typo fails closed. */
-		if (netaddr_cidr_parse(t[i].nr_cidr, &c) == -1) {
-			*why = "internal-error";
-			return NETADDR_FLOOR;
-		}
-		if (netaddr_cidr_contains_plain(&c, a)) {
+		if (netaddr_cidr_contains_plain(&c[i], a)) {
 			*why = t[i].nr_why;
 			return t[i].nr_class;
 		}
 	}
 	*why = "public";
 	return NETADDR_PUBLIC;
+}
+
+static enum netaddr_class
+netaddr_classify_v4(const struct netaddr *a, const char **why)
+{
+	return netaddr_classify_table(a, netaddr_ranges_v4, netaddr_cidrs_v4,
+	    NETADDR_NV4, why);
 }
 
 enum netaddr_class
@@ -435,15 +462,18 @@ netaddr_classify(const struct netaddr *a, const char **why)
 	const char *w = "public", *w48;
 	uint8_t x[4];
 
-	if (a->na_family == AF_INET)
-		cl = netaddr_classify_table(a, netaddr_ranges_v4,
-		    sizeof(netaddr_ranges_v4) / sizeof(netaddr_ranges_v4[0]), &w);
+	/* The tables are constant and tested; should they not parse, fail closed. */
+	if (pthread_once(&netaddr_once, netaddr_tables_init) != 0 ||
+	    !netaddr_tables_ok) {
+		cl = NETADDR_FLOOR;
+		w = "internal-error";
+	} else if (a->na_family == AF_INET)
+		cl = netaddr_classify_v4(a, &w);
 	else if (a->na_family != AF_INET6) {
 		cl = NETADDR_FLOOR;
 		w = "unknown-family";
 	} else if (netaddr_embedded_v4(a, &v4)) {
-		cl = netaddr_classify_table(&v4, netaddr_ranges_v4,
-		    sizeof(netaddr_ranges_v4) / sizeof(netaddr_ranges_v4[0]), &w);
+		cl = netaddr_classify_v4(&v4, &w);
 		/*
 		 * 64:ff9b:1::/48 with the RFC 6052 /48 layout puts the IPv4 address in
 		 * bits 48..63 and 72..87; take whichever reading is stricter.
@@ -456,17 +486,14 @@ netaddr_classify(const struct netaddr *a, const char **why)
 			x[2] = b[9];
 			x[3] = b[10];
 			netaddr_set_v4(&v4, x);
-			cl48 = netaddr_classify_table(&v4, netaddr_ranges_v4,
-			    sizeof(netaddr_ranges_v4) /
-			    sizeof(netaddr_ranges_v4[0]), &w48);
-			if (cl48 > cl) {
+			if ((cl48 = netaddr_classify_v4(&v4, &w48)) > cl) {
 				cl = cl48;
 				w = w48;
 			}
 		}
 	} else
-		cl = netaddr_classify_table(a, netaddr_ranges_v6,
-		    sizeof(netaddr_ranges_v6) / sizeof(netaddr_ranges_v6[0]), &w);
+		cl = netaddr_classify_table(a, netaddr_ranges_v6, netaddr_cidrs_v6,
+		    NETADDR_NV6, &w);
 	if (why != NULL)
 		*why = w;
 	return cl;

@@ -1,6 +1,7 @@
 /*
  * tests/unit/hostname.c: the host-name normaliser, wildcard patterns and matching.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,6 +86,32 @@ static const struct norm_case norm_cases[] = {
 	{ "a.0", 0, HOSTNAME_IP_LITERAL, NULL },
 	{ "example.123", 0, HOSTNAME_IP_LITERAL, NULL },
 	{ "0xg", 0, HOSTNAME_OK, "0xg" },
+	/* RFC 3492 section 7.1 samples (lower-cased; all round-trip). */
+	{ "xn--egbpdaj6bu4bxfgehfvwxn", 0, HOSTNAME_OK,
+	    "xn--egbpdaj6bu4bxfgehfvwxn" },
+	{ "xn--ihqwcrb4cv8a8dqg056pqjye", 0, HOSTNAME_OK,
+	    "xn--ihqwcrb4cv8a8dqg056pqjye" },
+	{ "xn--Proprostnemluvesky-uyb24dma41a", 0, HOSTNAME_OK,
+	    "xn--proprostnemluvesky-uyb24dma41a" },
+	{ "xn--b1abfaaepdrnnbgefbadotcwatmq2g4l", 0, HOSTNAME_OK,
+	    "xn--b1abfaaepdrnnbgefbadotcwatmq2g4l" },
+	{ "xn--3B-ww4c5e180e575a65lsy2b", 0, HOSTNAME_OK,
+	    "xn--3b-ww4c5e180e575a65lsy2b" },
+	{ "xn---with-SUPER-MONKEYS-pc58ag80a8qai00g7n9n", 0, HOSTNAME_OK,
+	    "xn---with-super-monkeys-pc58ag80a8qai00g7n9n" },
+	{ "xn--2-u9tlzr9756bt3uc0v", 0, HOSTNAME_OK, "xn--2-u9tlzr9756bt3uc0v" },
+	/* A truncated delta; a non-digit; an overflowing delta. */
+	{ "xn--ihqwcrb4cv8a8dqg056pqjy9", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--ihqwcrb4cv8a8dqg056pqjy", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--zzzzzzzzzzzzzzzzzzzzzzzzzz", 0, HOSTNAME_BAD_ALABEL, NULL },
+	/* U+D800, U+FFFF, U+FDD0, U+10FFFF, U+00A0: never in a host name. */
+	{ "xn--ib9b", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--ab-zd9k", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--1n7c", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--266c", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--dn32g", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--6a", 0, HOSTNAME_BAD_ALABEL, NULL },
+	{ "xn--tda", 0, HOSTNAME_OK, "xn--tda" },
 };
 
 struct pat_case {
@@ -221,6 +248,55 @@ test_lengths(void)
 	    "253-byte pattern ok");
 }
 
+static void *
+psl_thread(void *arg)
+{
+	char out[HOSTNAME_MAX + 1];
+	int i, *bad = arg;
+
+	for (i = 0; i < 50; i++)
+		if (hostname_pattern_normalize("*.co.uk", 7, out) !=
+		    HOSTNAME_PUBLIC_SUFFIX ||
+		    hostname_pattern_normalize("*.bbc.co.uk", 11, out) != HOSTNAME_OK)
+			*bad = 1;
+	return NULL;
+}
+
+static void
+test_misc(void)
+{
+	char buf[HOSTNAME_MAX + 1];
+	pthread_t t[4];
+	int i, bad = 0;
+
+	/* In place. */
+	snprintf(buf, sizeof(buf), "WWW.Example.COM.");
+	is_int(HOSTNAME_OK, hostname_normalize(buf, strlen(buf), buf),
+	    "normalise in place");
+	is_string("www.example.com", buf, "in place output");
+	snprintf(buf, sizeof(buf), "*.Example.COM.");
+	is_int(HOSTNAME_OK, hostname_pattern_normalize(buf, strlen(buf), buf),
+	    "pattern in place");
+	is_string("*.example.com", buf, "pattern in place output");
+	snprintf(buf, sizeof(buf), "a..b");
+	is_int(HOSTNAME_EMPTY_LABEL, hostname_normalize(buf, strlen(buf), buf),
+	    "in place refusal");
+	is_string("", buf, "in place refusal empties");
+	/* Only len bytes are read: the rest of the buffer does not matter. */
+	is_int(HOSTNAME_OK, hostname_normalize("example.com\0junk", 11, buf),
+	    "len bounds the input");
+	is_int(HOSTNAME_OK, hostname_normalize("a.b.c..", 5, buf), "prefix a.b.c");
+	is_string("a.b.c", buf, "prefix output");
+
+	/* The PSL context is created once, from any number of threads. */
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, psl_thread, &bad) != 0)
+			bail("pthread_create");
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	is_int(0, bad, "public-suffix check from 4 threads");
+}
+
 int
 main(void)
 {
@@ -264,6 +340,7 @@ main(void)
 	else
 		ok(0, "normalised pattern matches name");
 	test_lengths();
+	test_misc();
 	for (rc = HOSTNAME_PUBLIC_SUFFIX; rc <= HOSTNAME_OK; rc++)
 		ok(strcmp(hostname_strerror(rc), "unknown host name error") != 0,
 		    "strerror %d: %s", rc, hostname_strerror(rc));
