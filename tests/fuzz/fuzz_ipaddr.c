@@ -1,12 +1,12 @@
 /*
  * tests/fuzz/fuzz_ipaddr.c: lib/netaddr.c over arbitrary text.
  *
- * Invariants: a parsed address formats and reparses to the same address; IPv4
- * acceptance agrees exactly with glibc's strict inet_pton(AF_INET) (which refuses
- * "127.1", octal and hex) and an accepted IPv6 literal means the same to
- * inet_pton(AF_INET6); classify and embedded_v4 never crash and agree with each
- * other; a parsed CIDR formats and reparses, contains its own network address, and
- * has zero host bits.
+ * Invariants: a parsed address formats and reparses to the same address;
+ * acceptance agrees exactly with glibc's inet_pton(), which is strict for IPv4
+ * (refuses "127.1", octal, hex) and for the dotted quad inside IPv6, and the values
+ * agree too; classify and embedded_v4 never crash and unwrapping never makes an
+ * address less strict; a parsed CIDR formats and reparses, contains its own network
+ * address, and has zero host bits.
  */
 #include <sys/socket.h>
 
@@ -91,6 +91,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct netaddr_cidr c;
 	struct netaddr a;
+	struct in6_addr in6;
 	struct in_addr in4;
 	char *s;
 	int rc;
@@ -107,6 +108,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_addr(s, &a);
 	/* glibc's inet_pton(AF_INET) is as strict as ours: they must agree. */
 	if (strchr(s, ':') == NULL && (inet_pton(AF_INET, s, &in4) == 1) !=
+	    (rc == 0))
+		abort();
+	/*
+	 * And glibc's inet_pton(AF_INET6) parses the same IPv6 text forms (it checks
+	 * an embedded quad with its strict IPv4 parser; no zones, no brackets).
+	 */
+	if (strchr(s, ':') != NULL && (inet_pton(AF_INET6, s, &in6) == 1) !=
 	    (rc == 0))
 		abort();
 	if (netaddr_cidr_parse(s, &c) == 0) {
