@@ -53,8 +53,9 @@ struct pl_ctx {
 };
 
 /*
- * Copies s into dst for an error message: printable ASCII stays, anything else
- * becomes \xNN, and long strings are cut with "...".  Error text goes to terminals
+ * Copies s into dst for an error message: printable ASCII stays ('"' and '\'
+ * get a backslash), anything else becomes \xNN, and long strings are cut with
+ * "...".  Error text goes to terminals
  * and logs, so no control byte of the input may reach it.
  */
 static const char *
@@ -70,13 +71,30 @@ pl_quote(char *dst, size_t dstlen, const char *s, size_t slen)
 			o += 3;
 			break;
 		}
-		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+		if (c < 0x20 || c >= 0x7f)
 			o += (size_t)snprintf(dst + o, dstlen - o, "\\x%02x", c);
-		else
+		else if (c == '"' || c == '\\') {
+			dst[o++] = '\\';
+			dst[o++] = (char)c;
+		} else
 			dst[o++] = (char)c;
 	}
 	dst[o] = '\0';
 	return dst;
+}
+
+/* Undoes pl_quote()'s backslash before '"' and '\\' (for jansson's own text). */
+static void
+pl_unescape_quotes(char *s)
+{
+	char *o = s;
+
+	for (; *s != '\0'; s++) {
+		if (s[0] == '\\' && (s[1] == '"' || s[1] == '\\'))
+			s++;
+		*o++ = *s;
+	}
+	*o = '\0';
 }
 
 static int
@@ -1286,7 +1304,9 @@ policy_load_buf(const char *buf, size_t len, const char *name,
 	}
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
+		/* jansson quotes input bytes: keep its text, minus control bytes. */
 		pl_quote(q, sizeof(q), jerr.text, strlen(jerr.text));
+		pl_unescape_quotes(q);
 		snprintf(text, sizeof(text), "%s: %s",
 		    json_error_code(&jerr) == json_error_duplicate_key ?
 		    "duplicate key" : "invalid JSON", q);

@@ -224,6 +224,8 @@ test_json_errors(void)
 	bad("{'policy':'a','rules':[],'rule':[]}", "$.rule", "unknown key");
 	bad("{'policy':'a','rules':[],'a b\\n':1}", "$[\"a b\\x0a\"]",
 	    "unknown key \"a b\\x0a\"");
+	bad("{'policy':'a','rules':[],'a\\\"b':1}", "$[\"a\\\"b\"]",
+	    "unknown key \"a\\\"b\"");
 	bad(R("{'id':'a','host':'x.example','hots':'y'}"), "$.rules[0].hots",
 	    "unknown key");
 	bad(R("{'id':'a','host':'x.example','http':{'method':['GET']}}"),

@@ -1,0 +1,327 @@
+/*
+ * cli/cmd_policy.c: airlock policy check|test.
+ *
+ *	airlock policy check [--json] FILE...
+ *	airlock policy test [--json] [--protocol tls|http|tcp] FILE HOST[:PORT]
+ *	    [METHOD PATH]
+ *
+ * check validates each file and prints one summary line per valid file, or every
+ * error of every file ("FILE:LINE:COL: $.path: reason") on stderr; exit 0 when
+ * all are valid, 1 otherwise, 2 on usage errors.
+ * test says what the policy decides for a destination as a VM presents it: the
+ * host goes through the same normaliser as SNI and Host headers; an IP literal
+ * (also "[v6]:port") is a connection to that address, judged by cidr rules.
+ * Exit 0 allow (also report mode), 1 deny, 2 usage or policy error.
+ * Options may appear anywhere after the subcommand; "--" ends them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "netaddr.h"
+#include "policy.h"
+
+#define POLICY_USAGE \
+	"usage: airlock policy check [--json] FILE...\n" \
+	"       airlock policy test [--json] [--protocol tls|http|tcp] FILE " \
+	    "HOST[:PORT] [METHOD PATH]\n"
+
+static int __attribute__((format(printf, 1, 2)))
+policy_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt != NULL) {
+		fputs("airlock: policy: ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	fputs(POLICY_USAGE, stderr);
+	return 2;
+}
+
+/* Prints one JSON document on a line of stdout and releases it. */
+static void
+policy_json_print(json_t *j)
+{
+	char *s;
+
+	if (j == NULL || (s = json_dumps(j, JSON_COMPACT)) == NULL) {
+		fprintf(stderr, "airlock: out of memory\n");
+		json_decref(j);
+		return;
+	}
+	printf("%s\n", s);
+	free(s);
+	json_decref(j);
+}
+
+static void
+policy_errors_print(const struct policy_errors *errs)
+{
+	char line[1536];
+	size_t i;
+
+	for (i = 0; i < errs->n; i++) {
+		policy_error_fmt(&errs->v[i], line, sizeof(line));
+		fprintf(stderr, "%s\n", line);
+	}
+}
+
+static json_t *
+policy_errors_json(const char *file, const struct policy_errors *errs)
+{
+	const struct policy_error *e;
+	json_t *arr, *o;
+	size_t i;
+
+	arr = json_array();
+	for (i = 0; arr != NULL && i < errs->n; i++) {
+		e = &errs->v[i];
+		o = json_pack("{s:s, s:s?, s:i, s:i, s:s}", "file", e->pe_file,
+		    "path", e->pe_path, "line", e->pe_line, "column",
+		    e->pe_column, "reason", e->pe_reason);
+		json_array_append_new(arr, o);
+	}
+	return json_pack("{s:s, s:b, s:o*}", "file", file, "ok", 0, "errors",
+	    arr);
+}
+
+static int
+policy_check(int json, int nfiles, char **files)
+{
+	struct policy_errors errs = { 0 };
+	struct policy *p;
+	int i, rc = 0;
+
+	for (i = 0; i < nfiles; i++) {
+		p = policy_load_file(files[i], &errs);
+		if (p == NULL) {
+			rc = 1;
+			if (json)
+				policy_json_print(policy_errors_json(files[i],
+				    &errs));
+			else
+				policy_errors_print(&errs);
+		} else if (json)
+			policy_json_print(json_pack("{s:s, s:b, s:s, s:I, s:s, "
+			    "s:s}", "file", files[i], "ok", 1, "policy",
+			    p->p_name, "rules", (json_int_t)p->p_nrules, "mode",
+			    policy_mode_str(p->p_mode), "sha256", p->p_hash));
+		else
+			printf("%s: ok: policy %s, %zu rule%s, mode %s, sha256 "
+			    "%s\n", files[i], p->p_name, p->p_nrules,
+			    p->p_nrules == 1 ? "" : "s",
+			    policy_mode_str(p->p_mode), p->p_hash);
+		policy_free(p);
+		policy_errors_free(&errs);
+	}
+	fflush(stdout);
+	return rc;
+}
+
+/*
+ * Splits HOST[:PORT] into host (a copy, brackets removed) and port.  "[v6]" and
+ * "[v6]:port" take brackets; a bare string with several ':' is an IPv6 literal
+ * without a port.  Returns 0, or -1 for a malformed argument.
+ */
+static int
+policy_dest_parse(const char *arg, char *host, size_t hostlen, uint16_t *port,
+    int *has_port)
+{
+	const char *end, *colon, *p;
+	unsigned long v = 0;
+	size_t len;
+
+	*has_port = 0;
+	if (arg[0] == '[') {
+		if ((end = strchr(arg, ']')) == NULL)
+			return -1;
+		len = (size_t)(end - arg - 1);
+		p = end + 1;
+		if (*p == ':')
+			p++;
+		else if (*p != '\0')
+			return -1;
+		else
+			p = NULL;
+		arg++;
+	} else if ((colon = strchr(arg, ':')) != NULL &&
+	    strchr(colon + 1, ':') == NULL) {
+		len = (size_t)(colon - arg);
+		p = colon + 1;
+	} else {
+		len = strlen(arg);
+		p = NULL;
+	}
+	if (len >= hostlen)
+		return -1;
+	memcpy(host, arg, len);
+	host[len] = '\0';
+	if (p == NULL)
+		return 0;
+	if (*p == '\0' || strlen(p) > 5 || (p[0] == '0'))
+		return -1;
+	for (; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v < 1 || v > 65535)
+		return -1;
+	*port = (uint16_t)v;
+	*has_port = 1;
+	return 0;
+}
+
+static int
+policy_test(int json, const char *proto_arg, int npos, char **pos)
+{
+	struct policy_errors errs = { 0 };
+	struct policy_verdict v;
+	struct policy_query q;
+	struct policy *p = NULL;
+	struct netaddr addr;
+	const struct policy_rule *r;
+	char host[1024], detail[256];
+	uint16_t port = 443;
+	int has_port, rc = 2;
+
+	memset(&q, 0, sizeof(q));
+	if (npos != 2 && npos != 4)
+		return policy_usage("%s", npos == 3 ? "METHOD needs a PATH" :
+		    "test needs FILE and HOST[:PORT]");
+	if (policy_dest_parse(pos[1], host, sizeof(host), &port,
+	    &has_port) == -1)
+		return policy_usage("bad destination '%s' (HOST[:PORT], "
+		    "[IPv6]:PORT)", pos[1]);
+	if (proto_arg == NULL)
+		q.pq_proto = port == 80 ? POLICY_PROTO_HTTP : POLICY_PROTO_TLS;
+	else if (strcmp(proto_arg, "tls") == 0)
+		q.pq_proto = POLICY_PROTO_TLS;
+	else if (strcmp(proto_arg, "http") == 0)
+		q.pq_proto = POLICY_PROTO_HTTP;
+	else if (strcmp(proto_arg, "tcp") == 0)
+		q.pq_proto = POLICY_PROTO_TCP;
+	else
+		return policy_usage("unknown protocol '%s' (tls, http, tcp)",
+		    proto_arg);
+	/* An address is a connection to it; anything else is a name. */
+	if (netaddr_parse(host, &addr) == 0)
+		q.pq_addr = &addr;
+	else if (pos[1][0] == '[')
+		return policy_usage("bad IPv6 literal in '%s'", pos[1]);
+	else
+		q.pq_host = host;
+	q.pq_port = port;
+	if (npos == 4) {
+		q.pq_method = pos[2];
+		q.pq_path = pos[3];
+	}
+
+	if ((p = policy_load_file(pos[0], &errs)) == NULL) {
+		if (json)
+			policy_json_print(policy_errors_json(pos[0], &errs));
+		else
+			policy_errors_print(&errs);
+		goto out;
+	}
+	policy_decide(p, &q, &v);
+	r = v.pv_rule;
+	rc = v.pv_allow ? 0 : 1;
+	if (json) {
+		policy_json_print(json_pack("{s:s, s:s, s:b, s:s?, s:s?, s:s?, "
+		    "s:s?, s:s}", "policy", p->p_name, "decision", v.pv_allow ?
+		    "allow" : "deny", "would_deny", v.pv_would_deny, "reason",
+		    v.pv_reason != POLICY_REASON_NONE ?
+		    policy_reason_str(v.pv_reason) : NULL, "rule",
+		    r != NULL ? r->pr_id : NULL, "protocol", r != NULL ?
+		    policy_proto_str(r->pr_proto) : NULL, "tls", r != NULL &&
+		    r->pr_proto == POLICY_PROTO_TLS ?
+		    policy_tls_str(v.pv_tls) : NULL, "mode",
+		    policy_mode_str(p->p_mode)));
+		goto out;
+	}
+	if (v.pv_reason == POLICY_REASON_NONE) {
+		if (r->pr_proto == POLICY_PROTO_TLS)
+			snprintf(detail, sizeof(detail), "tls=%s",
+			    policy_tls_str(v.pv_tls));
+		else
+			snprintf(detail, sizeof(detail), "protocol=%s",
+			    policy_proto_str(r->pr_proto));
+		printf("allow rule=%s %s\n", r->pr_id, detail);
+	} else {
+		detail[0] = '\0';
+		if (r != NULL)
+			snprintf(detail, sizeof(detail), " rule=%s", r->pr_id);
+		if (v.pv_would_deny)
+			printf("allow (report mode: would deny: reason=%s%s)\n",
+			    policy_reason_str(v.pv_reason), detail);
+		else
+			printf("deny reason=%s%s\n",
+			    policy_reason_str(v.pv_reason), detail);
+	}
+ out:
+	fflush(stdout);
+	policy_free(p);
+	policy_errors_free(&errs);
+	return rc;
+}
+
+int
+cmd_policy(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *proto = NULL;
+	char **pos = NULL;
+	int i, npos = 0, json = ctx->json, opts = 1, rc;
+
+	if (argc < 2)
+		return policy_usage(NULL);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(POLICY_USAGE, stdout);
+		return 0;
+	}
+	if ((pos = calloc((size_t)argc, sizeof(char *))) == NULL) {
+		fprintf(stderr, "airlock: out of memory\n");
+		return 2;
+	}
+	for (i = 2; i < argc; i++) {
+		if (opts && strcmp(argv[i], "--") == 0)
+			opts = 0;
+		else if (opts && strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (opts && strcmp(argv[i], "--protocol") == 0) {
+			if (i + 1 >= argc) {
+				free(pos);
+				return policy_usage("--protocol needs a value");
+			}
+			proto = argv[++i];
+		} else if (opts && strncmp(argv[i], "--protocol=", 11) == 0)
+			proto = argv[i] + 11;
+		else if (opts && argv[i][0] == '-' && argv[i][1] != '\0') {
+			free(pos);
+			return policy_usage("unknown option '%s'", argv[i]);
+		} else
+			pos[npos++] = argv[i];
+	}
+	if (strcmp(argv[1], "check") == 0) {
+		if (proto != NULL)
+			rc = policy_usage("check takes no --protocol");
+		else if (npos == 0)
+			rc = policy_usage("check needs at least one FILE");
+		else
+			rc = policy_check(json, npos, pos);
+	} else if (strcmp(argv[1], "test") == 0)
+		rc = policy_test(json, proto, npos, pos);
+	else
+		rc = policy_usage("unknown subcommand '%s'", argv[1]);
+	free(pos);
+	return rc;
+}
