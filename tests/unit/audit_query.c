@@ -1,0 +1,313 @@
+/*
+ * tests/unit/audit_query.c: timestamps, --host matching, audit_query() filters and
+ * output, audit_summary() counts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "audit.h"
+#include "audit_test.h"
+#include "../tap.h"
+
+static void
+test_time(void)
+{
+	char buf[32];
+	long long ms;
+
+	ok(audit_time_parse("2026-11-30T12:00:00.123Z", 0, &ms) == 0 &&
+	    ms == 1796040000123LL, "ts with millis");
+	ok(audit_time_parse("2026-11-30T12:00:00Z", 0, &ms) == 0 &&
+	    ms == 1796040000000LL, "ts without millis");
+	ok(audit_time_parse("2026-11-30T12:00:00Z", 1, &ms) == 0 &&
+	    ms == 1796040000999LL, "as an end: the last ms of that second");
+	ok(audit_time_parse("2026-11-30T12:00:00.5Z", 1, &ms) == 0 &&
+	    ms == 1796040000599LL, "tenths as an end");
+	ok(audit_time_parse("2026-11-30", 0, &ms) == 0 &&
+	    ms == 1796040000000LL - 12 * 3600000LL, "a date is its midnight UTC");
+	ok(audit_time_parse("2026-11-30", 1, &ms) == 0 &&
+	    ms == 1796040000000LL + 12 * 3600000LL - 1, "... or, as an end, its "
+	    "last ms");
+	ok(audit_time_parse("2026-11-30T14:00:00+02:00", 0, &ms) == 0 &&
+	    ms == 1796040000000LL, "an offset");
+	ok(audit_time_parse("2026-11-30T12:00:00", 0, &ms) == 0 &&
+	    ms == 1796040000000LL, "no zone: UTC");
+	ok(audit_time_parse("2026-11-30 12:00:00Z", 0, &ms) == 0 &&
+	    ms == 1796040000000LL, "a space for the T");
+	ok(audit_time_parse("2026-02-30", 0, &ms) == -1, "Feb 30 refused");
+	ok(audit_time_parse("2026-11-30T24:00:00Z", 0, &ms) == -1, "hour 24 refused");
+	ok(audit_time_parse("2026-11-30T12:00Z", 0, &ms) == -1, "no seconds refused");
+	ok(audit_time_parse("2026-11-30T12:00:00.Z", 0, &ms) == -1,
+	    "an empty fraction refused");
+	ok(audit_time_parse("2026-11-30T12:00:00Zjunk", 0, &ms) == -1,
+	    "trailing junk refused");
+	ok(audit_time_parse("yesterday", 0, &ms) == -1, "words refused");
+	ok(audit_time_parse("", 0, &ms) == -1, "empty refused");
+	audit_time_format(1796040000123LL, buf, sizeof(buf));
+	is_string("2026-11-30T12:00:00.123Z", buf, "audit_time_format");
+}
+
+static void
+test_host(void)
+{
+	ok(audit_host_match("api.github.com", "api.github.com:443"), "exact");
+	ok(audit_host_match("API.GitHub.com.", "api.github.com:443"),
+	    "case and trailing dot ignored");
+	ok(audit_host_match("api.github.com", "API.GITHUB.COM."), "host "
+	    "normalised too");
+	ok(!audit_host_match("github.com", "api.github.com:443"), "exact is exact");
+	ok(!audit_host_match("api.github.co", "api.github.com:443"), "no prefix");
+	ok(audit_host_match(".github.com", "api.github.com:443"), ".suffix: below");
+	ok(audit_host_match(".github.com", "github.com:443"), ".suffix: itself");
+	ok(!audit_host_match(".github.com", "evilgithub.com:443"),
+	    ".suffix: on a label boundary only");
+	ok(audit_host_match("*.github.com", "a.b.github.com:443"), "*.suffix: below");
+	ok(!audit_host_match("*.github.com", "github.com:443"),
+	    "*.suffix: not itself");
+	ok(audit_host_match("2001:db8::1", "[2001:db8::1]:443"), "IPv6 in brackets");
+	ok(audit_host_match("10.0.0.1", "10.0.0.1:22"), "IPv4 with a port");
+	ok(!audit_host_match(".", "a.b:1"), "a lone dot matches nothing");
+	ok(!audit_host_match("", "a.b:1"), "an empty pattern matches nothing");
+}
+
+static char *
+run_query(const char *p, const struct audit_filter *f, int json, char **errs)
+{
+	char *out = NULL, *eb = NULL, err[256];
+	size_t olen, elen;
+	FILE *o, *e;
+	char *paths[1] = { (char *)(uintptr_t)p };
+
+	o = open_memstream(&out, &olen);
+	e = open_memstream(&eb, &elen);
+	if (audit_query(paths, 1, f, json, o, e, err, sizeof(err)) == -1)
+		diag("audit_query: %s", err);
+	fclose(o);
+	fclose(e);
+	*errs = eb;
+	return out;
+}
+
+static int
+count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void
+test_query(void)
+{
+	static const char *const inject[] = { "tok", NULL };
+	struct audit_filter f = AUDIT_FILTER_INIT;
+	struct audit_kv qn = { "qname", "Evil.Example.", 0 };
+	struct audit_log *log;
+	char p[512], err[512], *out, *errs, *line;
+	FILE *fp;
+	int i;
+
+	tpath(p, sizeof(p), "q.jsonl");
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	for (i = 0; i < 6; i++) {
+		struct audit_record r = AUDIT_RECORD_INIT;
+
+		r.ar_ts_ms = 1796040000000LL + i * 60000LL;	/* 12:00 + i min */
+		r.ar_sandbox = i < 4 ? "demo" : "other";
+		r.ar_event = AUDIT_EV_REQUEST;
+		r.ar_dst = "api.github.com:443";
+		r.ar_decision = "allow";
+		r.ar_rule = "github-api";
+		r.ar_method = "GET";
+		r.ar_path = "/repos/a b\x1b[31m";
+		r.ar_status = 200;
+		r.ar_inject = inject;
+		if (i == 2) {
+			r.ar_event = AUDIT_EV_DENY;
+			r.ar_dst = "evil.example:443";
+			r.ar_decision = "deny";
+			r.ar_rule = NULL;
+			r.ar_reason = "name_not_allowed";
+			r.ar_status = -1;
+			r.ar_method = r.ar_path = NULL;
+		} else if (i == 3) {
+			r.ar_event = AUDIT_EV_DNS;
+			r.ar_dst = NULL;
+			r.ar_decision = "deny";
+			r.ar_rule = NULL;
+			r.ar_reason = "name_not_allowed";
+			r.ar_extra = &qn;
+			r.ar_nextra = 1;
+			r.ar_method = r.ar_path = NULL;
+			r.ar_status = -1;
+		} else if (i == 5) {
+			r.ar_would_deny = 1;
+			r.ar_reason = "method_not_allowed";
+			r.ar_dst = "x.pythonhosted.org:443";
+		}
+		audit_write(log, &r);
+	}
+	audit_close(log);
+	/* A line that is not JSON, which the read tools skip with a warning. */
+	fp = fopen(p, "a");
+	fputs("this is not json\n", fp);
+	fclose(fp);
+
+	out = run_query(p, &f, 0, &errs);
+	is_int(6, count_lines(out), "no filter: every record");
+	ok(strstr(errs, "q.jsonl:7: not a JSON record") != NULL,
+	    "a warning for the line that is not JSON");
+	line = strstr(out, "2026-11-30T12:00:00.000Z");
+	ok(line != NULL && strncmp(line, "2026-11-30T12:00:00.000Z demo request "
+	    "allow api.github.com:443 github-api GET /repos/a\\x20b\\x1b[31m 200\n",
+	    97) == 0, "the readable line; a space and ESC escaped");
+	ok(strstr(out, "2026-11-30T12:02:00.000Z demo deny deny evil.example:443 "
+	    "name_not_allowed - - -\n") != NULL, "a denial shows its reason");
+	ok(strstr(out, "demo dns deny Evil.Example. name_not_allowed") != NULL,
+	    "a dns record shows its qname");
+	ok(strstr(out, "other request allow,would_deny x.pythonhosted.org:443 "
+	    "github-api/method_not_allowed") != NULL, "report mode: would_deny, "
+	    "rule/reason");
+	free(out);
+	free(errs);
+
+	f.af_sandbox = "demo";
+	out = run_query(p, &f, 0, &errs);
+	is_int(4, count_lines(out), "--sandbox demo");
+	free(out);
+	free(errs);
+	f.af_decision = "deny";
+	out = run_query(p, &f, 0, &errs);
+	is_int(2, count_lines(out), "--sandbox demo --decision deny");
+	free(out);
+	free(errs);
+	f.af_event = "dns";
+	out = run_query(p, &f, 1, &errs);
+	is_int(1, count_lines(out), "... --event dns");
+	ok(strncmp(out, "{\"ts\":\"2026-11-30T12:03:00.000Z\",\"seq\":4,", 41) == 0,
+	    "--json prints the raw line");
+	free(out);
+	free(errs);
+
+	f = (struct audit_filter)AUDIT_FILTER_INIT;
+	f.af_host = "evil.example";
+	out = run_query(p, &f, 0, &errs);
+	is_int(2, count_lines(out), "--host matches dst and a dns qname");
+	free(out);
+	free(errs);
+	f.af_host = ".pythonhosted.org";
+	out = run_query(p, &f, 0, &errs);
+	is_int(1, count_lines(out), "--host .suffix");
+	free(out);
+	free(errs);
+
+	f = (struct audit_filter)AUDIT_FILTER_INIT;
+	audit_time_parse("2026-11-30T12:01:00Z", 0, &f.af_since);
+	audit_time_parse("2026-11-30T12:03:00Z", 1, &f.af_until);
+	out = run_query(p, &f, 0, &errs);
+	is_int(3, count_lines(out), "--since 12:01 --until 12:03: inclusive");
+	free(out);
+	free(errs);
+	audit_time_parse("2026-11-29", 1, &f.af_until);
+	f.af_since = -1;
+	out = run_query(p, &f, 0, &errs);
+	is_int(0, count_lines(out), "--until the day before: nothing");
+	free(out);
+	free(errs);
+
+	/* Summary. */
+	{
+		char *paths[1] = { p };
+		char *sout = NULL, *serr = NULL;
+		size_t slen, elen;
+		FILE *o = open_memstream(&sout, &slen), *e =
+		    open_memstream(&serr, &elen);
+		json_t *j, *demo;
+
+		ok(audit_summary(paths, 1, 1, o, e, err, sizeof(err)) == 0,
+		    "audit_summary --json");
+		fclose(o);
+		fclose(e);
+		j = json_loads(sout, 0, NULL);
+		demo = json_object_get(json_object_get(j, "sandboxes"), "demo");
+		is_int(6, json_integer_value(json_object_get(j, "records")),
+		    "6 records");
+		is_int(2, json_integer_value(json_object_get(json_object_get(
+		    json_object_get(demo, "allowed"), "api.github.com"), "count")),
+		    "demo reached api.github.com twice");
+		is_string("2026-11-30T12:01:00.000Z", json_string_value(
+		    json_object_get(json_object_get(json_object_get(demo, "allowed"),
+		    "api.github.com"), "last")), "... last seen at 12:01");
+		is_int(2, json_integer_value(json_object_get(json_object_get(
+		    json_object_get(demo, "denied"), "evil.example"), "count")),
+		    "demo was denied evil.example twice (connect and dns)");
+		is_int(2, json_integer_value(json_object_get(json_object_get(j,
+		    "reasons"), "name_not_allowed")), "totals per reason");
+		/* json_object_get(NULL, ...) is NULL: a missing level reads 0. */
+		is_int(1, json_integer_value(json_object_get(json_object_get(
+		    json_object_get(json_object_get(json_object_get(j,
+		    "sandboxes"), "other"), "would_deny"), "x.pythonhosted.org"),
+		    "count")),
+		    "report mode hosts counted as would_deny");
+		json_decref(j);
+		free(sout);
+		free(serr);
+
+		sout = serr = NULL;
+		o = open_memstream(&sout, &slen);
+		e = open_memstream(&serr, &elen);
+		ok(audit_summary(paths, 1, 0, o, e, err, sizeof(err)) == 0,
+		    "audit_summary text");
+		fclose(o);
+		fclose(e);
+		ok(strstr(sout, "sandbox demo: 4 records\n  allowed (1 host):\n"
+		    "    api.github.com 2 2026-11-30T12:00:00.000Z .. "
+		    "2026-11-30T12:01:00.000Z\n  denied (1 host):\n"
+		    "    evil.example 2 ") != NULL, "text summary per sandbox");
+		ok(strstr(sout, "total: 6 records, 2 sandboxes\nreasons:\n"
+		    "  name_not_allowed 2\n  method_not_allowed 1\n") != NULL,
+		    "text totals, reasons by count");
+		free(sout);
+		free(serr);
+	}
+
+	/* A line over 1 MiB is an error, not a skip. */
+	{
+		char *big = malloc(AUDIT_LINE_MAX + 2);
+
+		memset(big, 'x', AUDIT_LINE_MAX + 1);
+		big[AUDIT_LINE_MAX + 1] = '\n';
+		spit(p, big, AUDIT_LINE_MAX + 2);
+		free(big);
+	}
+	{
+		char *paths[1] = { p };
+		FILE *o = fopen("/dev/null", "w");
+
+		ok(audit_query(paths, 1, &f, 0, o, o, err, sizeof(err)) == -1 &&
+		    strstr(err, "1 MiB") != NULL, "query: a line over 1 MiB is an "
+		    "error: %s", err);
+		ok(audit_summary(paths, 1, 0, o, o, err, sizeof(err)) == -1,
+		    "summary too");
+		paths[0] = (char *)(uintptr_t)"/nonexistent/audit.jsonl";
+		ok(audit_query(paths, 1, &f, 0, o, o, err, sizeof(err)) == -1,
+		    "a missing file is an error: %s", err);
+		fclose(o);
+	}
+}
+
+int
+main(void)
+{
+	plan_lazy();
+	test_time();
+	test_host();
+	test_query();
+	return 0;
+}

@@ -1,0 +1,557 @@
+/*
+ * tests/unit/audit_write.c: the audit writer -- lines that verify, field order and
+ * escaping, bounds, continuity across close/open and rotation, refusal of a torn or
+ * bad last line, the record guards, thread safety and the keyed (HMAC) chain.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "audit.h"
+#include "audit_test.h"
+#include "../tap.h"
+
+static int
+count_lines(const char *buf, size_t len)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < len; i++)
+		n += buf[i] == '\n';
+	return n;
+}
+
+static void
+test_fields(void)
+{
+	char p[512], err[512], why[256];
+	const char *inject[] = { "github_token", "npm_token", NULL };
+	struct audit_kv extra[] = { { "qname", "x.example.com", 0 },
+	    { "qtype", NULL, 28 } };
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_log *log;
+	json_t *o, *v;
+	char *buf, *nl;
+	size_t len;
+
+	tpath(p, sizeof(p), "fields.jsonl");
+	log = audit_open(p, AUDIT_FSYNC_DENY, err, sizeof(err));
+	if (!ok(log != NULL, "audit_open creates a new log"))
+		bail("%s", err);
+	r.ar_ts_ms = 1796040000123LL;	/* 2026-11-30T12:00:00.123Z */
+	r.ar_event = AUDIT_EV_REQUEST;
+	r.ar_sandbox = "demo";
+	r.ar_src = "10.233.0.2:51234";
+	r.ar_dst = "api.github.com:443";
+	r.ar_tls = "inspect";
+	r.ar_method = "GET";
+	r.ar_path = "/repos/acme/app";
+	r.ar_status = 200;
+	r.ar_decision = "allow";
+	r.ar_rule = "github-api";
+	r.ar_inject = inject;
+	r.ar_bytes_up = 512;
+	r.ar_bytes_down = 2048;
+	r.ar_ms = 35;
+	r.ar_extra = extra;
+	r.ar_nextra = 2;
+	ok(audit_write(log, &r) == 0, "audit_write: a full request record");
+	audit_close(log);
+
+	buf = slurp(p, &len);
+	nl = strchr(buf, '\n');
+	ok(nl != NULL && (size_t)(nl - buf) == len - 1, "one line, ending in '\\n'");
+	is_string("{\"ts\":\"2026-11-30T12:00:00.123Z\",\"seq\":1,\"sandbox\":\"demo\","
+	    "\"event\":\"request\",\"src\":\"10.233.0.2:51234\","
+	    "\"dst\":\"api.github.com:443\",\"tls\":\"inspect\",\"method\":\"GET\","
+	    "\"path\":\"/repos/acme/app\",\"status\":200,\"decision\":\"allow\","
+	    "\"rule\":\"github-api\",\"inject\":[\"github_token\",\"npm_token\"],"
+	    "\"bytes_up\":512,\"bytes_down\":2048,\"ms\":35,"
+	    "\"qname\":\"x.example.com\",\"qtype\":28,\"prev\":\"" AUDIT_ZERO_HASH
+	    "\",\"hash\":\"", (buf[len - 67] = '\0', buf),
+	    "field order and format as DESIGN.md; first prev is 64 zeros");
+	free(buf);
+	is_int(0, verify_bad_line(p, why, sizeof(why)), "the line verifies");
+
+	/* Fields left out: NULL strings, -1 numbers, would_deny 0. */
+	log = audit_open(p, AUDIT_FSYNC_DENY, err, sizeof(err));
+	memset(&r, 0, sizeof(r));
+	r.ar_status = -1;
+	r.ar_bytes_up = r.ar_bytes_down = r.ar_ms = -1;
+	r.ar_event = AUDIT_EV_CONFIG;
+	r.ar_ts_ms = 1796040000000LL;
+	ok(log != NULL && audit_write(log, &r) == 0, "a minimal record");
+	audit_close(log);
+	buf = slurp(p, &len);
+	nl = strchr(buf, '\n') + 1;
+	ok(strncmp(nl, "{\"ts\":\"2026-11-30T12:00:00.000Z\",\"seq\":2,"
+	    "\"event\":\"config\",\"prev\":\"", 62) == 0,
+	    "a minimal record has ts, seq, event, prev, hash only");
+	o = json_loads(nl, JSON_DISABLE_EOF_CHECK, NULL);
+	v = json_object_get(o, "prev");
+	ok(o != NULL && json_is_string(v) && strlen(json_string_value(v)) == 64 &&
+	    strcmp(json_string_value(v), AUDIT_ZERO_HASH) != 0 &&
+	    json_object_size(o) == 5, "exactly 5 keys; prev is the first hash");
+	json_decref(o);
+	free(buf);
+	is_int(0, verify_bad_line(p, why, sizeof(why)), "both lines verify");
+}
+
+static void
+test_escaping(void)
+{
+	char p[512], err[512], why[256], path[8192];
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_log *log;
+	json_t *o;
+	char *buf;
+	size_t len, i;
+	int c, nonascii = 0;
+
+	tpath(p, sizeof(p), "escape.jsonl");
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	/* Every byte 1..255 in a path: controls, quote, backslash, invalid UTF-8. */
+	for (c = 1; c < 256; c++)
+		path[c - 1] = (char)c;
+	path[255] = '\0';
+	r.ar_event = AUDIT_EV_REQUEST;
+	r.ar_sandbox = "demo\n{\"seq\":99,";
+	r.ar_path = path;
+	r.ar_method = "GET\r\n";
+	r.ar_rule = "\"},{\"hash\":\"";
+	ok(audit_write(log, &r) == 0, "a record full of hostile bytes is written");
+	audit_close(log);
+	buf = slurp(p, &len);
+	is_int(1, count_lines(buf, len), "still exactly one line");
+	for (i = 0; i < len; i++)
+		if ((unsigned char)buf[i] >= 0x80 || ((unsigned char)buf[i] < 0x20 &&
+		    buf[i] != '\n'))
+			nonascii++;
+	is_int(0, nonascii, "the line is printable ASCII (controls and "
+	    "non-ASCII escaped)");
+	o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	ok(o != NULL, "the line is valid JSON without duplicate keys");
+	is_string("demo\n{\"seq\":99,",
+	    json_string_value(json_object_get(o, "sandbox")),
+	    "the sandbox string round-trips");
+	is_int(1, json_integer_value(json_object_get(o, "seq")),
+	    "seq is not forged by a field");
+	is_string("GET\r\n", json_string_value(json_object_get(o, "method")),
+	    "CR LF round-trip as escapes");
+	ok(json_object_get(o, "path") != NULL &&
+	    strncmp(json_string_value(json_object_get(o, "path")), path, 127) == 0,
+	    "the ASCII part of the path round-trips");
+	ok(strstr(json_string_value(json_object_get(o, "path")), "\xef\xbf\xbd") !=
+	    NULL, "invalid UTF-8 became U+FFFD");
+	json_decref(o);
+	free(buf);
+	is_int(0, verify_bad_line(p, why, sizeof(why)), "the record verifies");
+}
+
+static void
+test_bounds(void)
+{
+	char p[512], err[512], why[256], *path, *buf, name[32];
+	const char *inject[AUDIT_INJECT_MAX + 2];
+	struct audit_kv extra[AUDIT_EXTRA_MAX + 1], kv;
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_log *log;
+	const char *s;
+	json_t *o;
+	size_t len, i;
+
+	tpath(p, sizeof(p), "bounds.jsonl");
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	path = malloc(100000);
+	memset(path, 'a', 99999);
+	path[0] = '/';
+	path[99999] = '\0';
+	r.ar_event = AUDIT_EV_REQUEST;
+	r.ar_path = path;
+	r.ar_dst = path;
+	ok(audit_write(log, &r) == 0, "a 100 kB path is written");
+	buf = slurp(p, &len);
+	o = json_loadb(buf, len, 0, NULL);
+	s = json_string_value(json_object_get(o, "path"));
+	ok(s != NULL && strlen(s) == AUDIT_PATH_MAX &&
+	    strcmp(s + strlen(s) - strlen(AUDIT_TRUNC_MARK), AUDIT_TRUNC_MARK) == 0,
+	    "path cut to %d bytes, ending in the marker", AUDIT_PATH_MAX);
+	s = json_string_value(json_object_get(o, "dst"));
+	ok(s != NULL && strlen(s) == AUDIT_STR_MAX, "dst cut to %d bytes",
+	    AUDIT_STR_MAX);
+	json_decref(o);
+	free(buf);
+	ok(len < 4096, "the record stays small (%zu bytes)", len);
+
+	/* A multi-byte character is never split by the cut. */
+	for (i = 0; i + 3 < 99999; i += 3)
+		memcpy(path + i, "\xe2\x82\xac", 3);	/* U+20AC */
+	path[i] = '\0';
+	r.ar_dst = NULL;
+	ok(audit_write(log, &r) == 0, "a long path of 3-byte characters");
+	audit_close(log);
+	is_int(0, verify_bad_line(p, why, sizeof(why)),
+	    "cut records verify (valid UTF-8 after the cut)");
+	free(path);
+
+	/* The guards: each refused with EINVAL, nothing written. */
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	r = (struct audit_record)AUDIT_RECORD_INIT;
+	r.ar_event = (enum audit_event)99;
+	errno = 0;
+	ok(audit_write(log, &r) == -1 && errno == EINVAL, "unknown event refused");
+	r.ar_event = AUDIT_EV_REQUEST;
+	r.ar_decision = "maybe";
+	errno = 0;
+	ok(audit_write(log, &r) == -1 && errno == EINVAL,
+	    "decision other than allow/deny refused");
+	r.ar_decision = "deny";
+	kv.ak_str = "x";
+	kv.ak_num = 0;
+	r.ar_extra = &kv;
+	r.ar_nextra = 1;
+	for (i = 0; i < 5; i++) {
+		static const char *const badkeys[] = { "hash", "prev", "seq", "",
+		    "Qname" };
+
+		kv.ak_key = badkeys[i];
+		errno = 0;
+		ok(audit_write(log, &r) == -1 && errno == EINVAL,
+		    "extra key '%s' refused", badkeys[i]);
+	}
+	kv.ak_key = "a_key_that_is_much_longer_than_32";
+	ok(audit_write(log, &r) == -1 && errno == EINVAL, "extra key > 32 refused");
+	extra[0] = (struct audit_kv){ "qname", "a", 0 };
+	extra[1] = (struct audit_kv){ "qname", "b", 0 };
+	r.ar_extra = extra;
+	r.ar_nextra = 2;
+	errno = 0;
+	ok(audit_write(log, &r) == -1 && errno == EINVAL,
+	    "duplicate extra key refused");
+	for (i = 0; i < AUDIT_EXTRA_MAX + 1; i++) {
+		snprintf(name, sizeof(name), "k%zu", i);
+		extra[i].ak_key = strdup(name);
+		extra[i].ak_str = NULL;
+		extra[i].ak_num = (long long)i;
+	}
+	r.ar_nextra = AUDIT_EXTRA_MAX + 1;
+	errno = 0;
+	ok(audit_write(log, &r) == -1 && errno == EINVAL,
+	    "more than %d extra fields refused", AUDIT_EXTRA_MAX);
+	r.ar_nextra = AUDIT_EXTRA_MAX;
+	ok(audit_write(log, &r) == 0, "%d extra fields accepted",
+	    AUDIT_EXTRA_MAX);
+	for (i = 0; i < AUDIT_EXTRA_MAX + 1; i++)
+		free((char *)(uintptr_t)extra[i].ak_key);
+	r.ar_nextra = 0;
+	r.ar_extra = NULL;
+	for (i = 0; i < AUDIT_INJECT_MAX + 1; i++)
+		inject[i] = "s";
+	inject[AUDIT_INJECT_MAX + 1] = NULL;
+	r.ar_inject = inject;
+	errno = 0;
+	ok(audit_write(log, &r) == -1 && errno == EINVAL,
+	    "more than %d inject names refused", AUDIT_INJECT_MAX);
+	inject[AUDIT_INJECT_MAX] = NULL;
+	ok(audit_write(log, &r) == 0, "%d inject names accepted",
+	    AUDIT_INJECT_MAX);
+	audit_close(log);
+	buf = slurp(p, &len);
+	is_int(4, count_lines(buf, len), "refused records wrote nothing");
+	free(buf);
+	is_int(0, verify_bad_line(p, why, sizeof(why)),
+	    "the chain has no gap after refusals");
+}
+
+static void
+test_continuity(void)
+{
+	char p[512], p1[512], err[512], why[256], head[AUDIT_HASH_HEX + 1];
+	char head2[AUDIT_HASH_HEX + 1];
+	struct audit_log *log;
+	struct audit_chain c;
+	struct audit_file_result res;
+	struct stat st;
+	long long bad;
+
+	tpath(p, sizeof(p), "cont.jsonl");
+	gen_records(p, "demo", 3);
+	gen_records(p, "demo", 2);
+	gen_records(p, "other", 1);
+	ok(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "the log is mode 0600");
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0,
+	    "three open/close sessions make one chain");
+	is_int(6, res.afr_records, "6 records");
+	is_int(6, res.afr_last_seq, "seq 1..6");
+
+	/* Rotation: the file renamed to .1, a new one continues the chain. */
+	tpath(p1, sizeof(p1), "cont.jsonl.1");
+	if (rename(p, p1) == -1)
+		bail("rename");
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	is_int(6, audit_head(log, head), "after rotation the chain continues "
+	    "from path.1 (seq 6)");
+	is_string(res.afr_head, head, "... with path.1's head");
+	audit_close(log);
+	gen_records(p, "demo", 2);
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p1, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0,
+	    "path.1 then path verify as one chain");
+	is_int(7, res.afr_first_seq, "the new file starts at seq 7");
+	is_int(8, res.afr_last_seq, "... and ends at 8");
+
+	/* The same two files in the wrong order break the chain. */
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    audit_verify_file(p1, &c, &res, &bad, why, sizeof(why)) == -1,
+	    "files in the wrong order fail (%s)", why);
+
+	/* audit_reopen after a rename (logrotate without copytruncate). */
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	if (unlink(p1) == -1 || rename(p, p1) == -1)
+		bail("rename");
+	{
+		struct audit_record r = AUDIT_RECORD_INIT;
+
+		r.ar_event = AUDIT_EV_SANDBOX;
+		ok(audit_write(log, &r) == 0, "a write after the rename goes to "
+		    "the old file");
+		ok(audit_reopen(log, err, sizeof(err)) == 0, "audit_reopen: %s",
+		    "opens the new path");
+		ok(audit_write(log, &r) == 0, "a write after reopen");
+	}
+	audit_head(log, head);
+	audit_close(log);
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p1, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    res.afr_last_seq == 9 &&
+	    audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    res.afr_first_seq == 10 && res.afr_records == 1,
+	    "reopen continued the chain in the new file (seq 10)");
+	is_string(head, c.ac_head, "audit_head() is the last record's hash");
+
+	/* reopen refuses a file whose chain does not end where ours does. */
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	if (unlink(p) == -1 || unlink(p1) == -1)
+		bail("unlink");
+	gen_records(p, "x", 1);
+	ok(audit_reopen(log, err, sizeof(err)) == -1,
+	    "reopen refuses a file with another chain: %s", err);
+	audit_head(log, head2);
+	is_string(head, head2, "... and keeps its own chain");
+	audit_close(log);
+	unlink(p);
+}
+
+static void
+test_refusals(void)
+{
+	char p[512], p1[512], err[512];
+	struct audit_log *log;
+	char *buf;
+	size_t len;
+
+	/* A torn last line: refuse, never append after it. */
+	tpath(p, sizeof(p), "torn.jsonl");
+	gen_records(p, "demo", 2);
+	buf = slurp(p, &len);
+	spit(p, buf, len - 10);
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL && strstr(err, "torn") != NULL,
+	    "a torn last line is refused: %s", err);
+	audit_close(log);
+	spit(p, buf, len - 1);
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL, "a last line missing only its newline is refused");
+	audit_close(log);
+
+	/* A last line that does not verify (changed by hand). */
+	buf[len - 10] = buf[len - 10] == 'a' ? 'b' : 'a';
+	spit(p, buf, len);
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL && strstr(err, "does not verify") != NULL,
+	    "a bad last record is refused: %s", err);
+	audit_close(log);
+	spit(p, "garbage\n", 8);
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL, "a file of garbage is refused");
+	audit_close(log);
+	free(buf);
+
+	/* A torn path.1 under an empty path. */
+	tpath(p1, sizeof(p1), "torn.jsonl.1");
+	spit(p, "", 0);
+	spit(p1, "{\"ts\":", 6);
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL && strstr(err, ".1") != NULL,
+	    "a torn path.1 is refused too: %s", err);
+	audit_close(log);
+	unlink(p1);
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log != NULL, "an empty file without path.1 starts a new chain");
+	audit_close(log);
+
+	/* Not a regular file. */
+	log = audit_open(tap_tmpdir(), AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL, "a directory is refused: %s", err);
+	audit_close(log);
+}
+
+struct thr_arg {
+	struct audit_log *log;
+	int		  id;
+	int		  failed;
+};
+
+static void *
+thr_main(void *v)
+{
+	struct thr_arg *a = v;
+	char dst[64];
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		struct audit_record r = AUDIT_RECORD_INIT;
+
+		snprintf(dst, sizeof(dst), "t%d-%d.example.com:443", a->id, i);
+		r.ar_event = AUDIT_EV_REQUEST;
+		r.ar_sandbox = "threads";
+		r.ar_dst = dst;
+		r.ar_decision = i % 7 == 0 ? "deny" : "allow";
+		if (audit_write(a->log, &r) == -1)
+			a->failed++;
+	}
+	return NULL;
+}
+
+static void
+test_threads(void)
+{
+	char p[512], err[512], why[256];
+	struct thr_arg args[4];
+	pthread_t t[4];
+	struct audit_log *log;
+	struct audit_chain c;
+	struct audit_file_result res;
+	long long bad;
+	int i, failed = 0;
+
+	tpath(p, sizeof(p), "threads.jsonl");
+	if ((log = audit_open(p, AUDIT_FSYNC_DENY, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	for (i = 0; i < 4; i++) {
+		args[i] = (struct thr_arg){ log, i, 0 };
+		if (pthread_create(&t[i], NULL, thr_main, &args[i]) != 0)
+			bail("pthread_create");
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		failed += args[i].failed;
+	}
+	audit_close(log);
+	is_int(0, failed, "4 threads x 500 records: no write failed");
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0,
+	    "the 2000 records verify as one chain%s%s", bad ? ": " : "",
+	    bad ? why : "");
+	is_int(2000, res.afr_records, "2000 records");
+	is_int(2000, res.afr_last_seq, "seq 1..2000");
+}
+
+static void
+test_keyed(void)
+{
+	static const unsigned char key[32] = "0123456789abcdef0123456789abcdef";
+	static const unsigned char key2[32] = "0123456789abcdef0123456789abcdeX";
+	char p[512], kp[512], err[512], why[256];
+	unsigned char k[AUDIT_KEY_MAX];
+	struct audit_log *log;
+	struct audit_chain c;
+	struct audit_file_result res;
+	long long bad;
+	size_t klen;
+	int i;
+
+	tpath(p, sizeof(p), "keyed.jsonl");
+	for (i = 0; i < 2; i++) {
+		struct audit_record r = AUDIT_RECORD_INIT;
+
+		log = audit_open_keyed(p, AUDIT_FSYNC_NEVER, key, sizeof(key), err,
+		    sizeof(err));
+		if (!ok(log != NULL, "keyed open %d", i))
+			bail("%s", err);
+		r.ar_event = AUDIT_EV_DNS;
+		ok(audit_write(log, &r) == 0 && audit_write(log, &r) == 0,
+		    "keyed writes");
+		audit_close(log);
+	}
+	audit_chain_init(&c, key, sizeof(key));
+	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    res.afr_records == 4, "a keyed log verifies with its key");
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == -1 &&
+	    bad == 1 && strstr(why, "key") != NULL,
+	    "... not without it: %s", why);
+	audit_chain_init(&c, key2, sizeof(key2));
+	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == -1,
+	    "... nor with another key");
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	ok(log == NULL, "an unkeyed writer refuses to continue a keyed log");
+	audit_close(log);
+	log = audit_open_keyed(p, AUDIT_FSYNC_NEVER, key, 0, err, sizeof(err));
+	ok(log == NULL, "an empty key is refused");
+
+	/* Key files. */
+	tpath(kp, sizeof(kp), "audit.key");
+	spit(kp, (const char *)key, sizeof(key));
+	chmod(kp, 0600);
+	ok(audit_key_load(kp, k, &klen, err, sizeof(err)) == 0 &&
+	    klen == sizeof(key) && memcmp(k, key, klen) == 0, "a 0600 key file "
+	    "loads");
+	chmod(kp, 0640);
+	ok(audit_key_load(kp, k, &klen, err, sizeof(err)) == -1 &&
+	    strstr(err, "permissions") != NULL, "a group-readable key file is "
+	    "refused: %s", err);
+	spit(kp, "", 0);
+	chmod(kp, 0600);
+	ok(audit_key_load(kp, k, &klen, err, sizeof(err)) == -1,
+	    "an empty key file is refused");
+	{
+		char big[AUDIT_KEY_MAX + 1];
+
+		memset(big, 'k', sizeof(big));
+		spit(kp, big, sizeof(big));
+	}
+	ok(audit_key_load(kp, k, &klen, err, sizeof(err)) == -1,
+	    "a key file over %d bytes is refused", AUDIT_KEY_MAX);
+}
+
+int
+main(void)
+{
+	plan_lazy();
+	test_fields();
+	test_escaping();
+	test_bounds();
+	test_continuity();
+	test_refusals();
+	test_threads();
+	test_keyed();
+	return 0;
+}
