@@ -414,6 +414,7 @@ test_sandbox_ca(const char *dir)
 		ok(ca_leaf_cache_get(c, "a.inspect.test", time(NULL) + 86400 -
 		    3600) == NULL, "a expired 1 h before notAfter");
 		is_int(1, (long long)ca_leaf_cache_count(c), "... and dropped");
+		X509_free(b);
 		is_int(CA_ERR_NAME, ca_leaf_get(c, ca, "evil.test", lk, &b, err,
 		    sizeof(err)), "get of a refused name fails");
 		X509_free(a1);
