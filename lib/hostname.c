@@ -379,9 +379,10 @@ hostname_match(const char *pattern, const char *name)
 {
 	size_t plen, nlen;
 
+	/* Defensive about input that is not normalised: "", "*", "*." match nothing. */
 	if (pattern[0] != '*')
-		return strcmp(pattern, name) == 0;
-	if (pattern[1] != '.')
+		return pattern[0] != '\0' && strcmp(pattern, name) == 0;
+	if (pattern[1] != '.' || pattern[2] == '\0')
 		return 0;
 	/* Compare ".suffix" so that only a whole label boundary can match. */
 	pattern++;

@@ -185,6 +185,15 @@ test_full(void)
 	    c.dns_port == 1 && c.workers == 256, "range edges accepted");
 	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, sizeof(err)),
 	    "workers 257 refused");
+	/* A short err buffer truncates safely; errlen 0 writes nothing. */
+	memset(err, 'X', sizeof(err));
+	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, 8),
+	    "short err buffer");
+	is_int(7, (long long)strlen(err), "short err buffer: truncated, NUL-ended");
+	err[0] = 'X';
+	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, 0),
+	    "errlen 0");
+	is_int('X', err[0], "errlen 0: err untouched");
 }
 
 static void
@@ -204,6 +213,9 @@ test_errors(void)
 		    "bad config %zu message", i))
 			diag("want \"%s...\"\n got \"%s\"", want, err);
 		ok(strchr(err, '\n') == NULL, "bad config %zu: one line", i);
+		ok(strstr(err, "\"") == NULL || strstr(bad_cases[i].want, "\"") !=
+		    NULL || strstr(err, "json:") != NULL,
+		    "bad config %zu: no value echoed", i);
 		is_int(4242, c.proxy_port, "bad config %zu: *c untouched", i);
 	}
 }

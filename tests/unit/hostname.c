@@ -171,6 +171,11 @@ static const struct match_case match_cases[] = {
 	{ "example.com", "example.co", 0 },
 	{ "example.com", "xample.com", 0 },
 	{ "a.example.com", "example.com", 0 },
+	{ "*", "a", 0 },
+	{ "*.", "a.", 0 },
+	{ "*x.com", "ax.com", 0 },
+	{ "*.example.com", "", 0 },
+	{ "", "", 0 },
 };
 
 static char big[600];
