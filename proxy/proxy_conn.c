@@ -116,7 +116,8 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	else
 		proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
 	r.ar_dst = dst;
-	if (c->pc_state >= PC_DECIDED && c->pc_proto == POLICY_PROTO_TLS)
+	/* splice/inspect is the rule's word: only once a rule decided. */
+	if (c->pc_rule[0] != '\0' && c->pc_proto == POLICY_PROTO_TLS)
 		r.ar_tls = policy_tls_str(c->pc_tls);
 	r.ar_decision = reason != NULL ? "deny" : "allow";
 	r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;

@@ -1,0 +1,259 @@
+#!/bin/bash
+# tests/integration/proxy_splice.t: airlockd's connection path end to end, in network
+# namespaces this test makes: a VM namespace (curl), a host namespace (airlockd and a
+# REDIRECT of the VM's TCP to the proxy port), an "internet" namespace (origins with
+# certificates from a test CA).  Names reach airlockd through
+# /etc/netns/<host-ns>/hosts.  Needs root; cleans up by trap.
+#
+# Covers: splice with the origin's own certificate verified by curl; SNI mismatch;
+# direct address; unmapped pool address; names resolving to the floor / a private
+# range refused at dial; port not allowed; plain HTTP with Host check; raw TCP under a
+# protocol tcp rule; kill -9 of airlockd refuses new connections.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+if [ "$(id -u)" != 0 ]; then
+	echo "1..0 # SKIP needs root (network namespaces)"
+	exit 0
+fi
+B=${AIRLOCK_BUILD:-build}
+AIRLOCKD=${AIRLOCKD:-$B/airlockd}
+for f in "$AIRLOCKD" "$B/tests/tools/origin"; do
+	if [ ! -x "$f" ]; then
+		echo "1..0 # SKIP $f not built"
+		exit 0
+	fi
+done
+for c in curl openssl nft ip; do
+	if ! command -v "$c" >/dev/null; then
+		echo "1..0 # SKIP no $c"
+		exit 0
+	fi
+done
+. tests/lib/origin.sh
+
+S=$$
+H=alH$S V=alV$S I=alI$S
+T=$(mktemp -d /tmp/proxy_splice.XXXXXX)
+chmod 755 "$T"
+ORIGIN_LOGDIR=$T
+DPID=""
+n=0
+fail=0
+
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	origin_stop_all
+	ip netns del "$H" 2>/dev/null
+	ip netns del "$V" 2>/dev/null
+	ip netns del "$I" 2>/dev/null
+	rm -rf "/etc/netns/$H" "/etc/netns/$V"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+ok() {	# ok COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=$((fail + 1))
+	fi
+}
+inV() { ip netns exec "$V" "$@"; }
+inH() { ip netns exec "$H" "$@"; }
+
+# --- topology -----------------------------------------------------------------
+set -e
+for ns in "$H" "$V" "$I"; do
+	ip netns add "$ns"
+	ip -n "$ns" link set lo up
+done
+ip link add vh$S netns "$H" type veth peer name vv$S netns "$V"
+ip link add ih$S netns "$H" type veth peer name ii$S netns "$I"
+ip -n "$H" addr add 10.233.0.1/30 dev vh$S
+ip -n "$H" addr add 11.0.0.1/24 dev ih$S
+ip -n "$V" addr add 10.233.0.2/30 dev vv$S
+ip -n "$I" addr add 11.0.0.2/24 dev ii$S
+for l in "$H vh$S" "$H ih$S" "$V vv$S" "$I ii$S"; do
+	set -- $l
+	ip -n "$1" link set "$2" up
+done
+ip -n "$V" route add default via 10.233.0.1
+ip -n "$I" route add default via 11.0.0.1
+# Everything TCP the VM sends goes to the proxy port; the host forwards nothing.
+inH sysctl -qw net.ipv4.ip_forward=0
+inH nft -f - <<EOF
+table ip airlock_test {
+	chain pre {
+		type nat hook prerouting priority dstnat;
+		iifname "vh$S" udp dport 53 redirect to :15053
+		iifname "vh$S" tcp dport 53 redirect to :15053
+		iifname "vh$S" meta l4proto tcp redirect to :15001
+	}
+}
+EOF
+mkdir -p "/etc/netns/$H" "/etc/netns/$V"
+cat >"/etc/netns/$H/hosts" <<EOF
+127.0.0.1 localhost
+11.0.0.2 origin.test other.test plain.test git.test
+127.0.0.1 loop.test
+169.254.169.254 meta.test
+10.1.2.3 priv.test
+EOF
+echo "nameserver 127.0.0.1" >"/etc/netns/$H/resolv.conf"
+echo "nameserver 10.233.0.1" >"/etc/netns/$V/resolv.conf"
+echo "127.0.0.1 localhost" >"/etc/netns/$V/hosts"
+
+# --- origins --------------------------------------------------------------------
+origin_ca "$T"
+origin_cert "$T" origin.test origin.test
+origin_cert "$T" other.test other.test
+origin_start "$I" tls 11.0.0.2 443 origin.test "$T/origin.test.pem" \
+    "$T/origin.test.key"
+origin_start "$I" tls 11.0.0.2 8443 origin.test "$T/origin.test.pem" \
+    "$T/origin.test.key"
+origin_start "$I" http 11.0.0.2 80 plain.test
+origin_start "$I" banner 11.0.0.2 22 git.test
+
+# --- airlockd -------------------------------------------------------------------
+mkdir -p "$T/state/sandboxes"
+cat >"$T/policy.json" <<'EOF'
+{ "policy": "splice-test",
+  "rules": [
+    { "id": "origin", "host": "origin.test", "ports": [443] },
+    { "id": "other", "host": "other.test", "ports": [443] },
+    { "id": "plain", "host": "plain.test", "ports": [80], "protocol": "http" },
+    { "id": "git", "host": "git.test", "ports": [22], "protocol": "tcp" },
+    { "id": "loop", "host": "loop.test" },
+    { "id": "meta", "host": "meta.test" },
+    { "id": "priv", "host": "priv.test" }
+  ] }
+EOF
+cat >"$T/state/sandboxes/t1.json" <<EOF
+{ "name": "t1", "kind": "attach", "iface": "vh$S", "host_ip": "10.233.0.1",
+  "guest_ip": "10.233.0.2", "prefix": 30, "mac": "", "policy": "$T/policy.json",
+  "policy_hash": "", "created": 0 }
+EOF
+chmod 600 "$T/state/sandboxes/t1.json"
+cat >"$T/airlock.json" <<EOF
+{ "state_dir": "$T/state", "control_socket": "$T/control.sock",
+  "proxy_port": 15001, "dns_port": 15053, "workers": 2,
+  "audit": { "path": "$T/audit.jsonl", "fsync": "never" } }
+EOF
+set +e
+
+ip netns exec "$H" "$AIRLOCKD" --config "$T/airlock.json" --foreground 2>"$T/airlockd.log" &
+DPID=$!
+for i in $(seq 50); do
+	[ -S "$T/control.sock" ] && break
+	sleep 0.1
+done
+sleep 0.3
+if ! kill -0 "$DPID" 2>/dev/null; then
+	echo "1..0 # SKIP airlockd did not start: $(head -c 300 "$T/airlockd.log")"
+	exit 0
+fi
+
+# The mapped address the VM gets for a name: the daemon's policy DNS.
+mapped() {
+	inV timeout 3 getent ahostsv4 "$1" 2>/dev/null | awk 'NR == 1 { print $1 }'
+}
+audit_has() { grep -q -- "$1" "$T/audit.jsonl"; }
+vcurl() { inV curl -sS --max-time 8 --cacert "$T/ca.pem" "$@"; }
+
+echo "1..22"
+M=$(mapped origin.test)
+case "$M" in
+198.1[89].*) ok 0 "origin.test mapped into the pool ($M)" ;;
+*) ok 1 "origin.test mapped into the pool ('$M')" ;;
+esac
+
+out=$(vcurl https://origin.test/ 2>&1)
+[ "$out" = "origin origin.test" ]
+ok $? "allowed name: curl (policy DNS) verifies the origin's certificate via splice"
+sleep 0.2
+audit_has '"event":"connect".*"dst":"origin.test:443".*"tls":"splice"'
+ok $? "connect record with dst and tls splice"
+grep '"dst":"origin.test:443"' "$T/audit.jsonl" | grep -q '"rule":"origin".*"bytes_up":[1-9]'
+ok $? "connect record carries rule and bytes"
+
+# SNI other.test to origin.test's mapped address.
+vcurl --resolve "other.test:443:$M" https://other.test/ >/dev/null 2>&1
+[ $? -ne 0 ]
+ok $? "SNI that differs from the mapped name: refused"
+audit_has '"reason":"sni_mismatch"'
+ok $? "audited sni_mismatch"
+
+vcurl -k https://11.0.0.2/ >/dev/null 2>&1
+[ $? -ne 0 ]
+ok $? "direct connection to a real address: refused"
+audit_has '"dst":"11.0.0.2:443".*"reason":"address_not_allowed"'
+ok $? "audited address_not_allowed"
+
+vcurl --resolve origin.test:443:198.19.255.254 https://origin.test/ >/dev/null 2>&1
+[ $? -ne 0 ]
+ok $? "unmapped address in the mapped pool: refused"
+audit_has '"reason":"unmapped_address"'
+ok $? "audited unmapped_address"
+
+for nm in loop meta priv; do
+	A=$(mapped $nm.test)
+	vcurl -k --resolve "$nm.test:443:$A" "https://$nm.test/" >/dev/null 2>&1
+	[ $? -ne 0 ]
+	ok $? "$nm.test resolving to the floor/private range: refused at dial"
+done
+audit_has '"dst":"loop.test:443".*"reason":"address_in_floor"' &&
+    audit_has '"dst":"meta.test:443".*"reason":"address_in_floor"' &&
+    audit_has '"dst":"priv.test:443".*"reason":"private_address"'
+ok $? "audited address_in_floor (loopback, metadata) and private_address"
+
+vcurl --resolve "origin.test:8443:$M" https://origin.test:8443/ >/dev/null 2>&1
+[ $? -ne 0 ]
+ok $? "port the rule does not allow: refused"
+audit_has '"dst":"origin.test:8443".*"reason":"port_not_allowed"' &&
+    [ ! -s "$T/origin.test-8443.log" ]
+ok $? "audited port_not_allowed; the origin saw nothing"
+
+P=$(mapped plain.test)
+out=$(vcurl --resolve "plain.test:80:$P" http://plain.test/ 2>&1)
+[ "$out" = "origin plain.test" ]
+ok $? "plain HTTP with the right Host: relayed"
+vcurl --resolve "plain.test:80:$P" -H "Host: other.test" http://plain.test/ \
+    >/dev/null 2>&1
+[ $? -ne 0 ] && audit_has '"reason":"host_mismatch"'
+ok $? "plain HTTP with another Host: refused (host_mismatch)"
+
+G=$(mapped git.test)
+out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/$G/22; read -r l <&3; echo \"\$l\";
+    echo hello >&3; read -r l <&3; echo \"\$l\"" 2>&1)
+[ "$out" = "git.test ready
+hello" ]
+ok $? "raw TCP (server speaks first) under a protocol tcp rule"
+out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/$M/443; echo 'SSH-2.0-x' >&3;
+    read -r l <&3" 2>&1)
+[ $? -ne 0 ] && audit_has '"dst":"origin.test:443".*"reason":"protocol_not_allowed"'
+ok $? "raw TCP to a tls rule: refused (protocol_not_allowed)"
+
+# kill -9: redirected connections are refused, none reaches the origin.
+before=$(wc -l <"$T/origin.test-443.log")
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+DPID=""
+vcurl --resolve "origin.test:443:$M" https://origin.test/ >/dev/null 2>&1
+rc=$?
+[ $rc -eq 7 ]
+ok $? "airlockd killed: connection refused (curl exit $rc)"
+after=$(wc -l <"$T/origin.test-443.log")
+[ "$before" = "$after" ]
+ok $? "airlockd killed: nothing reached the origin"
+
+if [ $fail -ne 0 ]; then
+	echo "# airlockd log:"
+	sed 's/^/# /' "$T/airlockd.log" | tail -20
+	echo "# audit:"
+	sed 's/^/# /' "$T/audit.jsonl" | tail -20
+fi
+exit $((fail > 0))
