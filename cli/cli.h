@@ -25,4 +25,9 @@ int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_audit.c */
 int	cmd_audit(const struct cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_vault.c: airlock vault put|ls|rm|rotate-key */
+int	cmd_vault(const struct cli_ctx *ctx, int argc, char **argv);
+/* cmd_ca.c: airlock ca init|cert */
+int	cmd_ca(const struct cli_ctx *ctx, int argc, char **argv);
+
 #endif

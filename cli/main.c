@@ -15,6 +15,10 @@ static const struct cli_cmd {
 	int		(*fn)(const struct cli_ctx *, int, char **);
 	const char	*usage;
 } cli_cmds[] = {
+	{ "vault", cmd_vault,
+	  "vault put NAME --host HOST [--host HOST...] [--placeholder P] < value | "
+	  "vault ls [--json] | vault rm NAME | vault rotate-key" },
+	{ "ca", cmd_ca, "ca init [--force] | ca cert [SANDBOX]" },
 	{ "policy", cmd_policy,
 	  "policy check FILE... | policy test FILE HOST[:PORT] [METHOD PATH]" },
 	{ "audit", cmd_audit,
