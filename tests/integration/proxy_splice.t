@@ -8,7 +8,8 @@
 # Covers: splice with the origin's own certificate verified by curl; SNI mismatch;
 # direct address; unmapped pool address; names resolving to the floor / a private
 # range refused at dial; port not allowed; plain HTTP with Host check; raw TCP under a
-# protocol tcp rule; kill -9 of airlockd refuses new connections.
+# protocol tcp rule; reload (broken policy kept, removed host closed); the
+# connections limit; a ClientHello without SNI; kill -9 refuses new connections.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -98,7 +99,7 @@ EOF
 mkdir -p "/etc/netns/$H" "/etc/netns/$V"
 cat >"/etc/netns/$H/hosts" <<EOF
 127.0.0.1 localhost
-11.0.0.2 origin.test other.test plain.test git.test
+11.0.0.2 origin.test other.test plain.test git.test git2.test
 127.0.0.1 loop.test
 169.254.169.254 meta.test
 10.1.2.3 priv.test
@@ -117,6 +118,7 @@ origin_start "$I" tls 11.0.0.2 8443 origin.test "$T/origin.test.pem" \
     "$T/origin.test.key"
 origin_start "$I" http 11.0.0.2 80 plain.test
 origin_start "$I" banner 11.0.0.2 22 git.test
+origin_start "$I" banner 11.0.0.2 2222 git2.test
 
 # --- airlockd -------------------------------------------------------------------
 mkdir -p "$T/state/sandboxes"
@@ -127,10 +129,12 @@ cat >"$T/policy.json" <<'EOF'
     { "id": "other", "host": "other.test", "ports": [443] },
     { "id": "plain", "host": "plain.test", "ports": [80], "protocol": "http" },
     { "id": "git", "host": "git.test", "ports": [22], "protocol": "tcp" },
+    { "id": "git2", "host": "git2.test", "ports": [2222], "protocol": "tcp" },
     { "id": "loop", "host": "loop.test" },
     { "id": "meta", "host": "meta.test" },
     { "id": "priv", "host": "priv.test" }
-  ] }
+  ],
+  "limits": { "connections": 4 } }
 EOF
 cat >"$T/state/sandboxes/t1.json" <<EOF
 { "name": "t1", "kind": "attach", "iface": "vh$S", "host_ip": "10.233.0.1",
@@ -164,7 +168,7 @@ mapped() {
 audit_has() { grep -q -- "$1" "$T/audit.jsonl"; }
 vcurl() { inV curl -sS --max-time 8 --cacert "$T/ca.pem" "$@"; }
 
-echo "1..22"
+echo "1..29"
 M=$(mapped origin.test)
 case "$M" in
 198.1[89].*) ok 0 "origin.test mapped into the pool ($M)" ;;
@@ -236,6 +240,73 @@ out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/$M/443; echo 'SSH-2.0-x' >&3;
     read -r l <&3" 2>&1)
 [ $? -ne 0 ] && audit_has '"dst":"origin.test:443".*"reason":"protocol_not_allowed"'
 ok $? "raw TCP to a tls rule: refused (protocol_not_allowed)"
+
+# Reload: a broken policy keeps the old one; a policy without the git rule closes the
+# live git connection (policy_reload) and leaves the git2 one alone.
+G2=$(mapped git2.test)
+inV timeout 10 bash -c "exec 3<>/dev/tcp/$G/22; read -r l <&3; echo \"\$l\";
+    read -r l <&3; echo closed" >"$T/connA" 2>&1 &
+A=$!
+inV timeout 10 bash -c "exec 3<>/dev/tcp/$G2/2222; read -r l <&3; echo \"\$l\";
+    sleep 2.5; echo ping >&3; read -r l <&3; echo \"B:\$l\"" >"$T/connB" 2>&1 &
+Bp=$!
+sleep 0.8
+cp "$T/policy.json" "$T/policy.good"
+echo '{ "policy": "broken", "rules": [ { "id": "x", "host": "*" } ] }' \
+    >"$T/policy.json"
+kill -HUP "$DPID"
+sleep 0.5
+grep -qx "git.test ready" "$T/connA" && ! grep -q closed "$T/connA" &&
+    ! audit_has '"reason":"policy_reload"'
+ok $? "reload with a broken policy: the live connection goes on"
+grep -v '"id": "git", ' "$T/policy.good" >"$T/policy.json"
+kill -HUP "$DPID"
+wait "$A"
+grep -q closed "$T/connA" && audit_has '"dst":"git.test:22".*"reason":"policy_reload"'
+ok $? "reload that removes the host: its live connection is closed, audited"
+wait "$Bp"
+grep -qx "B:ping" "$T/connB"
+ok $? "reload: a connection the new policy still allows goes on"
+out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/$G/22; read -r l <&3" 2>&1)
+[ $? -ne 0 ] && audit_has '"dst":"git.test:22".*"reason":"name_not_allowed"'
+ok $? "after the reload a new connection to the removed host is refused"
+
+# limits.connections: 4 live; the fifth is refused.
+pids=""
+for i in 1 2 3 4; do
+	inV timeout 5 bash -c "exec 3<>/dev/tcp/$G2/2222; read -r l <&3; sleep 2" &
+	pids="$pids $!"
+done
+sleep 0.8
+out=$(inV timeout 3 bash -c "exec 3<>/dev/tcp/$G2/2222; read -r l <&3;
+    echo \"\$l\"" 2>&1)
+[ "$out" != "git2.test ready" ] && audit_has '"reason":"connection_limit"'
+ok $? "limits.connections: the fifth live connection is refused"
+wait $pids
+out=$(inV timeout 3 bash -c "exec 3<>/dev/tcp/$G2/2222; read -r l <&3;
+    echo \"\$l\"" 2>&1)
+[ "$out" = "git2.test ready" ]
+ok $? "limits.connections: room again once they closed"
+
+# A ClientHello without SNI (openssl s_client -noservername).
+inV timeout 5 openssl s_client -connect "$M:443" -noservername \
+    -CAfile "$T/ca.pem" </dev/null >/dev/null 2>&1
+[ $? -ne 0 ] && audit_has '"reason":"sni_missing"'
+ok $? "ClientHello without SNI: refused (sni_missing)"
+
+# Throughput, on request (AIRLOCK_PERF=1): 100 MiB over TLS from the VM through the
+# splice, against the same download from the host namespace straight to the origin.
+if [ -n "${AIRLOCK_PERF:-}" ]; then
+	for i in 1 2 3; do
+		sp=$(vcurl -o /dev/null -w '%{speed_download}' \
+		    https://origin.test/size/104857600 2>/dev/null)
+		di=$(inH curl -sS --max-time 8 --cacert "$T/ca.pem" -o /dev/null \
+		    -w '%{speed_download}' --resolve origin.test:443:11.0.0.2 \
+		    https://origin.test/size/104857600 2>/dev/null)
+		echo "# run $i: splice $((${sp%.*} / 1048576)) MiB/s," \
+		    "direct $((${di%.*} / 1048576)) MiB/s"
+	done
+fi
 
 # kill -9: redirected connections are refused, none reaches the origin.
 before=$(wc -l <"$T/origin.test-443.log")
