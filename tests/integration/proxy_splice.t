@@ -43,6 +43,7 @@ n=0
 fail=0
 
 cleanup() {
+	set +e		# a failure during set-up must not cut the clean-up short
 	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
 	origin_stop_all
 	ip netns del "$H" 2>/dev/null
