@@ -6,7 +6,7 @@ PKGS="build-essential pkg-config perl
 libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
 libpsl-dev publicsuffix
 clang libclang-rt-14-dev
-iproute2 nftables curl openssl"
+iproute2 nftables curl openssl bind9-dnsutils"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
