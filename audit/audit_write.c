@@ -60,6 +60,19 @@ audit_event_str(enum audit_event ev)
 	return audit_events[ev];
 }
 
+int
+audit_event_parse(const char *s, enum audit_event *ev)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(audit_events) / sizeof(audit_events[0]); i++)
+		if (strcmp(s, audit_events[i]) == 0) {
+			*ev = (enum audit_event)i;
+			return 0;
+		}
+	return -1;
+}
+
 /*
  * Reads and checks the last line of the file open on fd (size bytes): *seq and head
  * get its seq and hash.  An empty file gives seq 0 and the zero hash.  Returns 0, or
@@ -592,7 +605,12 @@ audit_write(struct audit_log *log, const struct audit_record *r)
 	log->lg_size += (off_t)len;
 	log->lg_seq++;
 	memcpy(log->lg_head, hash, sizeof(log->lg_head));
-	/* fdatasync: the data and the new size, which is all a reader needs. */
+	/*
+	 * fdatasync: the data and the new size, which is all a reader needs.
+	 * XXX it runs under the lock (a few ms on a disk), so other workers'
+	 * records wait behind a denial's; releasing the lock first would race
+	 * with audit_reopen() swapping the fd.
+	 */
 	if (record_needs_fsync(log, r) && fdatasync(log->lg_fd) == -1)
 		goto out;
 	rv = 0;

@@ -225,24 +225,13 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 	return rv;
 }
 
-static int
-event_is_known(const char *s)
-{
-	const char *e;
-	int i;
-
-	for (i = 0; (e = audit_event_str((enum audit_event)i)) != NULL; i++)
-		if (strcmp(s, e) == 0)
-			return 1;
-	return 0;
-}
-
 /* query and summary share their parsing; summary takes only --json. */
 static int
 cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 {
 	struct audit_filter f = AUDIT_FILTER_INIT;
 	struct audit_args aa;
+	enum audit_event ev;
 	const char *v, *opt;
 	char err[512];
 	int i, json = ctx->json, rv = 2;
@@ -287,7 +276,7 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 			}
 			f.af_host = v;
 		} else if (strcmp(opt, "--event") == 0) {
-			if (!event_is_known(v)) {
+			if (audit_event_parse(v, &ev) == -1) {
 				fprintf(stderr, "airlock: audit query: unknown "
 				    "event '%s' (dns, connect, request, deny, "
 				    "exfil, sandbox, config)\n", v);

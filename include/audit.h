@@ -143,7 +143,10 @@ int	audit_reopen(struct audit_log *log, char *err, size_t errlen);
 /* Last record's seq (0 if none) and hash (hex, 65 bytes with NUL) of the chain. */
 long long audit_head(struct audit_log *log, char hash[AUDIT_HASH_HEX + 1]);
 void	audit_close(struct audit_log *log);
+/* "dns", "connect", ...; NULL for a value outside the enum. */
 const char *audit_event_str(enum audit_event ev);
+/* The event named s into *ev.  Returns 0, or -1 for an unknown name. */
+int	audit_event_parse(const char *s, enum audit_event *ev);
 
 /*
  * Checks the chain of the file at path on its own (a chain continuing from an earlier

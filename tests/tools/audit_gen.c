@@ -47,20 +47,6 @@ pct_decode(char *s)
 	*o = '\0';
 }
 
-static int
-event_parse(const char *s, enum audit_event *ev)
-{
-	const char *e;
-	int i;
-
-	for (i = 0; (e = audit_event_str((enum audit_event)i)) != NULL; i++)
-		if (strcmp(s, e) == 0) {
-			*ev = (enum audit_event)i;
-			return 0;
-		}
-	return -1;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -108,7 +94,7 @@ main(int argc, char **argv)
 				if (audit_time_parse(v, 0, &r.ar_ts_ms) == -1)
 					goto bad;
 			} else if (strcmp(w, "event") == 0) {
-				if (event_parse(v, &r.ar_event) == -1)
+				if (audit_event_parse(v, &r.ar_event) == -1)
 					goto bad;
 			} else if (strcmp(w, "sandbox") == 0)
 				r.ar_sandbox = v;

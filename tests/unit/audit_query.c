@@ -51,6 +51,22 @@ test_time(void)
 }
 
 static void
+test_events(void)
+{
+	enum audit_event ev = AUDIT_EV_DNS;
+
+	ok(audit_event_parse("exfil", &ev) == 0 && ev == AUDIT_EV_EXFIL,
+	    "event names parse");
+	ok(audit_event_parse("config", &ev) == 0 &&
+	    strcmp(audit_event_str(ev), "config") == 0, "and round-trip");
+	ok(audit_event_parse("Exfil", &ev) == -1, "names are exact");
+	ok(audit_event_parse("", &ev) == -1, "empty refused");
+	ok(audit_event_str((enum audit_event)7) == NULL &&
+	    audit_event_str((enum audit_event)-1) == NULL,
+	    "audit_event_str outside the enum is NULL");
+}
+
+static void
 test_host(void)
 {
 	ok(audit_host_match("api.github.com", "api.github.com:443"), "exact");
@@ -89,16 +105,6 @@ run_query(const char *p, const struct audit_filter *f, int json, char **errs)
 	fclose(e);
 	*errs = eb;
 	return out;
-}
-
-static int
-count_lines(const char *s)
-{
-	int n = 0;
-
-	for (; *s != '\0'; s++)
-		n += *s == '\n';
-	return n;
 }
 
 static void
@@ -160,7 +166,7 @@ test_query(void)
 	fclose(fp);
 
 	out = run_query(p, &f, 0, &errs);
-	is_int(6, count_lines(out), "no filter: every record");
+	is_int(6, count_lines(out, strlen(out)), "no filter: every record");
 	ok(strstr(errs, "q.jsonl:7: not a JSON record") != NULL,
 	    "a warning for the line that is not JSON");
 	line = strstr(out, "2026-11-30T12:00:00.000Z");
@@ -179,17 +185,17 @@ test_query(void)
 
 	f.af_sandbox = "demo";
 	out = run_query(p, &f, 0, &errs);
-	is_int(4, count_lines(out), "--sandbox demo");
+	is_int(4, count_lines(out, strlen(out)), "--sandbox demo");
 	free(out);
 	free(errs);
 	f.af_decision = "deny";
 	out = run_query(p, &f, 0, &errs);
-	is_int(2, count_lines(out), "--sandbox demo --decision deny");
+	is_int(2, count_lines(out, strlen(out)), "--sandbox demo --decision deny");
 	free(out);
 	free(errs);
 	f.af_event = "dns";
 	out = run_query(p, &f, 1, &errs);
-	is_int(1, count_lines(out), "... --event dns");
+	is_int(1, count_lines(out, strlen(out)), "... --event dns");
 	ok(strncmp(out, "{\"ts\":\"2026-11-30T12:03:00.000Z\",\"seq\":4,", 41) == 0,
 	    "--json prints the raw line");
 	free(out);
@@ -198,12 +204,12 @@ test_query(void)
 	f = (struct audit_filter)AUDIT_FILTER_INIT;
 	f.af_host = "evil.example";
 	out = run_query(p, &f, 0, &errs);
-	is_int(2, count_lines(out), "--host matches dst and a dns qname");
+	is_int(2, count_lines(out, strlen(out)), "--host matches dst and a dns qname");
 	free(out);
 	free(errs);
 	f.af_host = ".pythonhosted.org";
 	out = run_query(p, &f, 0, &errs);
-	is_int(1, count_lines(out), "--host .suffix");
+	is_int(1, count_lines(out, strlen(out)), "--host .suffix");
 	free(out);
 	free(errs);
 
@@ -211,13 +217,13 @@ test_query(void)
 	audit_time_parse("2026-11-30T12:01:00Z", 0, &f.af_since);
 	audit_time_parse("2026-11-30T12:03:00Z", 1, &f.af_until);
 	out = run_query(p, &f, 0, &errs);
-	is_int(3, count_lines(out), "--since 12:01 --until 12:03: inclusive");
+	is_int(3, count_lines(out, strlen(out)), "--since 12:01 --until 12:03: inclusive");
 	free(out);
 	free(errs);
 	audit_time_parse("2026-11-29", 1, &f.af_until);
 	f.af_since = -1;
 	out = run_query(p, &f, 0, &errs);
-	is_int(0, count_lines(out), "--until the day before: nothing");
+	is_int(0, count_lines(out, strlen(out)), "--until the day before: nothing");
 	free(out);
 	free(errs);
 
@@ -307,6 +313,7 @@ main(void)
 {
 	plan_lazy();
 	test_time();
+	test_events();
 	test_host();
 	test_query();
 	return 0;

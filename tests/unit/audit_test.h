@@ -48,6 +48,18 @@ spit(const char *path, const char *buf, size_t len)
 		bail("write %s", path);
 }
 
+/* Newlines in s[0..len-1]. */
+static inline int
+count_lines(const char *s, size_t len)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < len; i++)
+		n += s[i] == '\n';
+	return n;
+}
+
 /* A path in the test's temporary directory (one static buffer per call site). */
 static inline const char *
 tpath(char *buf, size_t len, const char *name)

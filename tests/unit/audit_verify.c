@@ -106,10 +106,10 @@ forge(const char *body, const unsigned char *key, size_t keylen)
 	free(b2);
 	line = malloc(n + 80);
 	memcpy(line, body, n);
-	n += (size_t)sprintf(line + n, ",\"hash\":\"");
+	n += (size_t)snprintf(line + n, 80, ",\"hash\":\"");
 	for (i = 0; i < mdlen; i++)
-		n += (size_t)sprintf(line + n, "%02x", md[i]);
-	sprintf(line + n, "\"}\n");
+		n += (size_t)snprintf(line + n, 3, "%02x", md[i]);
+	snprintf(line + n, 4, "\"}\n");
 	return line;
 }
 

@@ -18,17 +18,6 @@
 #include "audit_test.h"
 #include "../tap.h"
 
-static int
-count_lines(const char *buf, size_t len)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < len; i++)
-		n += buf[i] == '\n';
-	return n;
-}
-
 static void
 test_fields(void)
 {
