@@ -1,41 +1,48 @@
 /*
- * proxy/main.c: airlockd.  Until the proxy lands (issue 4) it only checks its
- * configuration: `airlockd --config FILE -n`.
+ * proxy/main.c: airlockd, the egress proxy daemon.
+ *
+ *	airlockd [--config FILE] [--state-dir DIR] [--foreground] [-n] [-v]
+ *
+ * -n checks the configuration and the policy of every recorded sandbox, then exits.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "log.h"
+#include "proxy.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: airlockd [--config FILE] [--state-dir DIR] "
+	    "[--foreground] [-n] [-v]\n");
+}
 
 int
 main(int argc, char **argv)
 {
-	struct airlock_config cfg;
-	const char *path = NULL;
-	char err[512];
-	int i, check = 0;
+	struct proxy_opts o = { 0 };
+	int i;
 
-	log_init("airlockd", 1, 0);
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-			path = argv[++i];
+			o.po_config = argv[++i];
+		else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
+			o.po_state_dir = argv[++i];
+		else if (strcmp(argv[i], "--foreground") == 0 ||
+		    strcmp(argv[i], "-d") == 0)
+			o.po_foreground = 1;
 		else if (strcmp(argv[i], "-n") == 0)
-			check = 1;
-		else if (strcmp(argv[i], "--foreground") == 0)
-			;
-		else {
-			fprintf(stderr, "usage: airlockd --config FILE [-n] "
-			    "[--foreground]\n");
+			o.po_check = 1;
+		else if (strcmp(argv[i], "-v") == 0)
+			o.po_verbose++;
+		else if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
 			return 2;
 		}
 	}
-	if (config_load(&cfg, path, NULL, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	if (check) {
-		printf("configuration OK\n");
-		return 0;
-	}
-	fatalx("serving traffic is not built yet; only -n (check the "
-	    "configuration) works");
+	return proxy_main(&o);
 }
