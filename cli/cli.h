@@ -24,6 +24,9 @@ int	cli_config(const struct cli_ctx *ctx, struct airlock_config *cfg);
 int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_audit.c */
 int	cmd_audit(const struct cli_ctx *ctx, int argc, char **argv);
+/* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */
+int	cmd_reload(const struct cli_ctx *ctx, int argc, char **argv);
+int	cmd_stats(const struct cli_ctx *ctx, int argc, char **argv);
 
 /* cmd_vault.c: airlock vault put|ls|rm|rotate-key */
 int	cmd_vault(const struct cli_ctx *ctx, int argc, char **argv);

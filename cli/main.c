@@ -23,6 +23,8 @@ static const struct cli_cmd {
 	  "policy check FILE... | policy test FILE HOST[:PORT] [METHOD PATH]" },
 	{ "audit", cmd_audit,
 	  "audit verify FILE | audit query FILE [filters] [--json] | audit summary FILE" },
+	{ "reload", cmd_reload, "reload [--json]" },
+	{ "stats", cmd_stats, "stats [--json]" },
 };
 
 static void
