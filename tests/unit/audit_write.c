@@ -3,10 +3,12 @@
  * escaping, bounds, continuity across close/open and rotation, refusal of a torn or
  * bad last line, the record guards, thread safety and the keyed (HMAC) chain.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +404,51 @@ test_refusals(void)
 	audit_close(log);
 }
 
+/*
+ * A write cut short (here by RLIMIT_FSIZE, as a full disk would) is undone: the
+ * file and the chain stay as they were and the next record continues them.
+ */
+static void
+test_partial_write(void)
+{
+	char p[512], err[512], why[256];
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct rlimit old, lim;
+	struct audit_log *log;
+	struct stat st;
+	off_t before;
+	int rc, saved;
+
+	tpath(p, sizeof(p), "partial.jsonl");
+	gen_records(p, "demo", 2);
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	if (stat(p, &st) == -1 || getrlimit(RLIMIT_FSIZE, &old) == -1)
+		bail("stat/getrlimit");
+	before = st.st_size;
+	signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = (rlim_t)before + 50;
+	if (setrlimit(RLIMIT_FSIZE, &lim) == -1)
+		bail("setrlimit");
+	r.ar_event = AUDIT_EV_REQUEST;
+	r.ar_dst = "partial.example:443";
+	rc = audit_write(log, &r);
+	saved = errno;
+	if (setrlimit(RLIMIT_FSIZE, &old) == -1)
+		bail("setrlimit");
+	ok(rc == -1 && saved == EFBIG, "a write cut short fails (EFBIG)");
+	if (stat(p, &st) == -1)
+		bail("stat");
+	ok(st.st_size == before, "the partial line was truncated away (%lld bytes, want %lld)",
+	    (long long)st.st_size, (long long)before);
+	is_int(0, verify_bad_line(p, why, sizeof(why)), "the file still verifies");
+	ok(audit_write(log, &r) == 0, "the next write succeeds");
+	audit_close(log);
+	is_int(0, verify_bad_line(p, why, sizeof(why)),
+	    "and continues the chain without a gap");
+}
+
 struct thr_arg {
 	struct audit_log *log;
 	int		  id;
@@ -540,6 +587,7 @@ main(void)
 	test_bounds();
 	test_continuity();
 	test_refusals();
+	test_partial_write();
 	test_threads();
 	test_keyed();
 	return 0;
