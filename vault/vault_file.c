@@ -433,12 +433,16 @@ vault_file_parse(struct vault *v, const uint8_t *buf, size_t len,
 	for (i = 0; i < count; i++) {
 		e = &v->v_ents[i];
 		v->v_n = i + 1;
-		if ((sr = vrd_str(&r, &e->ve_name)) == -1 ||
-		    (sr = vrd_str(&r, &e->ve_placeholder)) == -1 ||
-		    (sr = vrd_u16(&r, &nh)) == -1)
+		if ((sr = vrd_str(&r, &e->ve_name)) == -1)
 			goto truncated;
 		if (sr == -2)
 			goto bad_entry;
+		if ((sr = vrd_str(&r, &e->ve_placeholder)) == -1)
+			goto truncated;
+		if (sr == -2)
+			goto bad_entry;
+		if (vrd_u16(&r, &nh) == -1)
+			goto truncated;
 		if (nh == 0 || nh > VAULT_HOSTS_MAX) {
 			why = "bad host count";
 			goto bad_meta;
