@@ -1407,7 +1407,7 @@ proxy_main(const struct proxy_opts *o)
 	ctl_made = 1;
 	if ((proxy_log = audit_open(proxy_cfg.audit_path, proxy_cfg.audit_fsync,
 	    err, sizeof(err))) == NULL) {
-		log_warnx("audit log %s: %s", proxy_cfg.audit_path, err);
+		log_warnx("audit log: %s", err);	/* err names the file */
 		goto out;
 	}
 	if ((proxy_fd = proxy_bind(SOCK_STREAM, proxy_cfg.proxy_port,

@@ -55,6 +55,15 @@ is "$(grep -v 'not started as root' "$T/err")" \
 [ ! -e "$T/run/control.sock" ]
 ok $? "no control socket left behind after a failed start"
 
+# An audit log that cannot be opened.
+dt_config
+sed -i "s|\"path\": \"$T/audit.jsonl\"|\"path\": \"$T/noaudit/audit.jsonl\"|" "$CFG"
+dt_run --config "$CFG" --foreground
+is "$rc" 1 "audit log in a missing directory: exit 1"
+like "$(grep -v 'not started as root' "$T/err")" \
+    "^airlockd: audit log: $T/noaudit/audit.jsonl: No such file or directory$" \
+    "audit log in a missing directory: one clear line"
+
 # A port in use.
 dt_config
 if [ "$IS_ROOT" = 1 ]; then
