@@ -279,6 +279,7 @@ audit_verify_file(const char *path, struct audit_chain *c,
 		    "line longer than 1 MiB" : strerror(errno));
 		goto out;
 	}
+	*bad_line = 0;
 	rv = 0;
  out:
 	audit_reader_close(r);

@@ -3,6 +3,7 @@
  * file offset must advance together, and each line goes out with one write(2) loop
  * so a reader never sees two records interleaved.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -175,6 +176,13 @@ log_open_fd(const char *path, const unsigned char *key, size_t keylen, int *fdp,
 		snprintf(err, errlen, "%s: not a regular file", path);
 		goto out;
 	}
+	/* Two writers would fork the chain; the lock goes with the fd. */
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		snprintf(err, errlen, "%s: %s", path, errno == EWOULDBLOCK ?
+		    "another process is writing this audit log" :
+		    strerror(errno));
+		goto out;
+	}
 	if (st.st_size > 0) {
 		if (log_tail(fd, st.st_size, path, key, keylen, seq, head, err,
 		    errlen) == -1)
@@ -269,11 +277,18 @@ int
 audit_reopen(struct audit_log *log, char *err, size_t errlen)
 {
 	char head[AUDIT_HASH_HEX + 1];
+	struct stat st, cur;
 	long long seq;
 	off_t size;
 	int fd = -1, rv = -1;
 
 	pthread_mutex_lock(&log->lg_mtx);
+	/* Not rotated: keep the fd (a second one would fail our own flock). */
+	if (stat(log->lg_path, &st) == 0 && fstat(log->lg_fd, &cur) == 0 &&
+	    st.st_dev == cur.st_dev && st.st_ino == cur.st_ino) {
+		rv = 0;
+		goto out;
+	}
 	if (log_open_fd(log->lg_path, log->lg_keylen ? log->lg_key : NULL,
 	    log->lg_keylen, &fd, &size, &seq, head, err, errlen) == -1)
 		goto out;

@@ -114,7 +114,8 @@ int	audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *l
  * last line to continue seq and the hash chain.  If the file is empty or missing and a
  * rotated predecessor exists (path.1), the chain continues from path.1's last record.
  * Refuses (NULL) a file whose last line is torn (no '\n') or does not verify: nothing
- * is ever appended after garbage.  Returns the log, to be released with audit_close(),
+ * is ever appended after garbage.  Holds flock(LOCK_EX) on the file until
+ * audit_close(), so a second writer (another airlockd) is refused too.  Returns the log, to be released with audit_close(),
  * or NULL with a message in err.
  */
 struct audit_log *audit_open(const char *path, enum audit_fsync fs, char *err,

@@ -314,6 +314,8 @@ test_continuity(void)
 	/* audit_reopen after a rename (logrotate without copytruncate). */
 	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
 		bail("%s", err);
+	ok(audit_reopen(log, err, sizeof(err)) == 0,
+	    "audit_reopen without a rotation keeps the file");
 	if (unlink(p1) == -1 || rename(p, p1) == -1)
 		bail("rename");
 	{
@@ -397,6 +399,21 @@ test_refusals(void)
 	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
 	ok(log != NULL, "an empty file without path.1 starts a new chain");
 	audit_close(log);
+
+	/* A second writer on the same file. */
+	log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+	{
+		struct audit_log *log2;
+
+		log2 = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+		ok(log != NULL && log2 == NULL && strstr(err, "another process") !=
+		    NULL, "a second writer is refused: %s", err);
+		audit_close(log2);
+		audit_close(log);
+		log2 = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err));
+		ok(log2 != NULL, "... until the first closes");
+		audit_close(log2);
+	}
 
 	/* Not a regular file. */
 	log = audit_open(tap_tmpdir(), AUDIT_FSYNC_NEVER, err, sizeof(err));
