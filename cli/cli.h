@@ -28,6 +28,21 @@ int	cmd_audit(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_reload(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_stats(const struct cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_sandbox.c: airlock sandbox create|destroy|ls */
+int	cmd_sandbox(const struct cli_ctx *ctx, int argc, char **argv);
+/* Tells a running airlockd about a sandbox (cmd "sandbox_add"/"sandbox_remove"). */
+void	cli_sandbox_notify(const struct airlock_config *cfg, const char *cmd,
+	    const char *name);
+/*
+ * Parses argv[first..]: "--opt VALUE" for each of the nopts opts (into vals), one
+ * positional argument (*pos, NULL if none), "--json" into *json when json != NULL.
+ * Prints the error and returns -1 on anything else.
+ */
+int	cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
+	    const char **vals, size_t nopts, const char **pos, int *json);
+/* cmd_net.c: airlock net attach|detach|status */
+int	cmd_net(const struct cli_ctx *ctx, int argc, char **argv);
+
 /* cmd_vault.c: airlock vault put|ls|rm|rotate-key */
 int	cmd_vault(const struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_ca.c: airlock ca init|cert */

@@ -25,6 +25,12 @@ static const struct cli_cmd {
 	  "audit verify FILE | audit query FILE [filters] [--json] | audit summary FILE" },
 	{ "reload", cmd_reload, "reload [--json]" },
 	{ "stats", cmd_stats, "stats [--json]" },
+	{ "sandbox", cmd_sandbox,
+	  "sandbox create NAME --policy FILE [--owner USER] | sandbox destroy NAME | "
+	  "sandbox ls [--json]" },
+	{ "net", cmd_net,
+	  "net attach NAME --policy FILE --iface IFACE --guest-ip IP [--host-ip IP] "
+	  "[--mac MAC] | net detach NAME | net status [--json]" },
 };
 
 static void
