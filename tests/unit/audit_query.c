@@ -107,6 +107,43 @@ run_query(const char *p, const struct audit_filter *f, int json, char **errs)
 	return out;
 }
 
+/* Runs audit_query and checks how many lines it printed. */
+static void
+query_count(const char *p, const struct audit_filter *f, int want,
+    const char *what)
+{
+	char *out, *errs;
+
+	out = run_query(p, f, 0, &errs);
+	is_int(want, count_lines(out, strlen(out)), "%s", what);
+	free(out);
+	free(errs);
+}
+
+/* audit_summary's output (to free()), or NULL if it failed. */
+static char *
+run_summary(const char *p, int json)
+{
+	char *paths[1] = { (char *)(uintptr_t)p };
+	char *out = NULL, *eb = NULL, err[256];
+	size_t olen, elen;
+	FILE *o, *e;
+	int rc;
+
+	o = open_memstream(&out, &olen);
+	e = open_memstream(&eb, &elen);
+	if ((rc = audit_summary(paths, 1, json, o, e, err, sizeof(err))) == -1)
+		diag("audit_summary: %s", err);
+	fclose(o);
+	fclose(e);
+	free(eb);
+	if (rc == -1) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 static void
 test_query(void)
 {
@@ -184,15 +221,9 @@ test_query(void)
 	free(errs);
 
 	f.af_sandbox = "demo";
-	out = run_query(p, &f, 0, &errs);
-	is_int(4, count_lines(out, strlen(out)), "--sandbox demo");
-	free(out);
-	free(errs);
+	query_count(p, &f, 4, "--sandbox demo");
 	f.af_decision = "deny";
-	out = run_query(p, &f, 0, &errs);
-	is_int(2, count_lines(out, strlen(out)), "--sandbox demo --decision deny");
-	free(out);
-	free(errs);
+	query_count(p, &f, 2, "--sandbox demo --decision deny");
 	f.af_event = "dns";
 	out = run_query(p, &f, 1, &errs);
 	is_int(1, count_lines(out, strlen(out)), "... --event dns");
@@ -203,44 +234,25 @@ test_query(void)
 
 	f = (struct audit_filter)AUDIT_FILTER_INIT;
 	f.af_host = "evil.example";
-	out = run_query(p, &f, 0, &errs);
-	is_int(2, count_lines(out, strlen(out)), "--host matches dst and a dns qname");
-	free(out);
-	free(errs);
+	query_count(p, &f, 2, "--host matches dst and a dns qname");
 	f.af_host = ".pythonhosted.org";
-	out = run_query(p, &f, 0, &errs);
-	is_int(1, count_lines(out, strlen(out)), "--host .suffix");
-	free(out);
-	free(errs);
+	query_count(p, &f, 1, "--host .suffix");
 
 	f = (struct audit_filter)AUDIT_FILTER_INIT;
 	audit_time_parse("2026-11-30T12:01:00Z", 0, &f.af_since);
 	audit_time_parse("2026-11-30T12:03:00Z", 1, &f.af_until);
-	out = run_query(p, &f, 0, &errs);
-	is_int(3, count_lines(out, strlen(out)), "--since 12:01 --until 12:03: inclusive");
-	free(out);
-	free(errs);
+	query_count(p, &f, 3, "--since 12:01 --until 12:03: inclusive");
 	audit_time_parse("2026-11-29", 1, &f.af_until);
 	f.af_since = -1;
-	out = run_query(p, &f, 0, &errs);
-	is_int(0, count_lines(out, strlen(out)), "--until the day before: nothing");
-	free(out);
-	free(errs);
+	query_count(p, &f, 0, "--until the day before: nothing");
 
 	/* Summary. */
 	{
-		char *paths[1] = { p };
-		char *sout = NULL, *serr = NULL;
-		size_t slen, elen;
-		FILE *o = open_memstream(&sout, &slen), *e =
-		    open_memstream(&serr, &elen);
+		char *sout = run_summary(p, 1);
 		json_t *j, *demo;
 
-		ok(audit_summary(paths, 1, 1, o, e, err, sizeof(err)) == 0,
-		    "audit_summary --json");
-		fclose(o);
-		fclose(e);
-		j = json_loads(sout, 0, NULL);
+		ok(sout != NULL, "audit_summary --json");
+		j = json_loads(sout != NULL ? sout : "", 0, NULL);
 		demo = json_object_get(json_object_get(j, "sandboxes"), "demo");
 		is_int(6, json_integer_value(json_object_get(j, "records")),
 		    "6 records");
@@ -263,24 +275,18 @@ test_query(void)
 		    "report mode hosts counted as would_deny");
 		json_decref(j);
 		free(sout);
-		free(serr);
 
-		sout = serr = NULL;
-		o = open_memstream(&sout, &slen);
-		e = open_memstream(&serr, &elen);
-		ok(audit_summary(paths, 1, 0, o, e, err, sizeof(err)) == 0,
-		    "audit_summary text");
-		fclose(o);
-		fclose(e);
-		ok(strstr(sout, "sandbox demo: 4 records\n  allowed (1 host):\n"
+		sout = run_summary(p, 0);
+		ok(sout != NULL, "audit_summary text");
+		ok(sout != NULL && strstr(sout, "sandbox demo: 4 records\n"
+		    "  allowed (1 host):\n"
 		    "    api.github.com 2 2026-11-30T12:00:00.000Z .. "
 		    "2026-11-30T12:01:00.000Z\n  denied (1 host):\n"
 		    "    evil.example 2 ") != NULL, "text summary per sandbox");
-		ok(strstr(sout, "total: 6 records, 2 sandboxes\nreasons:\n"
-		    "  name_not_allowed 2\n  method_not_allowed 1\n") != NULL,
-		    "text totals, reasons by count");
+		ok(sout != NULL && strstr(sout, "total: 6 records, 2 sandboxes\n"
+		    "reasons:\n  name_not_allowed 2\n  method_not_allowed 1\n") !=
+		    NULL, "text totals, reasons by count");
 		free(sout);
-		free(serr);
 	}
 
 	/* A line over 1 MiB is an error, not a skip. */
