@@ -15,7 +15,9 @@
  * for the VM, never a policy bypass (the new name is also allowed).  To make it rare,
  * addresses are handed out never-used first (a cursor over the whole pool), then in
  * FIFO order of release: with the default /15 pool (131070 usable addresses) and
- * 4096 entries, an address is reused only after ~127000 other allocations.
+ * 4096 entries, an address is reused only after ~127000 other allocations.  The
+ * release FIFO grows with use up to one uint32_t per pool address (512 KiB for a
+ * /15, reached only after a VM asked for ~131000 distinct names).
  *
  * Lookups are O(1) both ways through two chained hash tables keyed with SipHash-2-4
  * and a per-table random key, so a VM choosing names cannot engineer collisions.
@@ -153,11 +155,12 @@ proxy_map_new(const struct netaddr_cidr *pool, size_t max)
 		goto error;
 	}
 	size = 1U << (32 - pool->nc_prefix);
-	if (max > size - 2) {
-		/* More entries than addresses could never be honoured. */
-		errno = EINVAL;
-		goto error;
-	}
+	/*
+	 * A small pool (a /24 configured as mapped_pool) caps the table at its usable
+	 * addresses rather than failing every sandbox; recycling is then just quicker.
+	 */
+	if (max > size - 2)
+		max = size - 2;
 	net = ntohl(pool->nc_addr.na_u.v4.s_addr);
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		goto error;

@@ -100,7 +100,19 @@ test_refusals(void)
 	ok(proxy_map_new(&c, 1) == NULL, "new: /31 refused (no usable addresses)");
 	c = pool4("198.18.0.0", 29);
 	ok(proxy_map_new(&c, 0) == NULL, "new: max 0 refused");
-	ok(proxy_map_new(&c, 7) == NULL, "new: max over usable addresses refused");
+	m = proxy_map_new(&c, 100);
+	ok(m != NULL, "new: max over usable addresses: clamped, not refused");
+	if (m != NULL) {
+		char nm[32];
+		int i;
+
+		for (i = 0; i < 10; i++) {
+			snprintf(nm, sizeof(nm), "c%d.test", i);
+			(void)map_get(m, nm);
+		}
+		is_int(6, proxy_map_count(m), "clamped: at most the 6 usable addresses");
+		proxy_map_free(m);
+	}
 	ok(proxy_map_new(NULL, 4) == NULL, "new: NULL pool refused");
 	m = proxy_map_new(&c, 6);
 	ok(m != NULL, "new: /29 with max 6 accepted");
