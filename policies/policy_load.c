@@ -315,9 +315,15 @@ pl_scan_skip(struct pl_scan *s)
 			s->p++;
 			break;
 		default:
-			while (s->p < s->end && strchr(",}] \t\r\n", *s->p) ==
-			    NULL)
+			/*
+			 * A scalar.  jansson lets a NUL byte trail a scalar
+			 * ("[1\0]" parses), so NUL is not a terminator here:
+			 * always make progress.
+			 */
+			do
 				s->p++;
+			while (s->p < s->end && (*s->p == '\0' ||
+			    strchr(",}] \t\r\n", *s->p) == NULL));
 			break;
 		}
 	} while (nest > 0);

@@ -511,6 +511,20 @@ test_collection(void)
 	    "escaped unknown key located at 2:1");
 	policy_free(p);
 
+	/* jansson accepts a NUL byte after a scalar; locating must not hang. */
+	{
+		static const char nul[] = "{\"policy\":\"a\",\"rules\":[{\"id\":"
+		    "\"a\",\"host\":\"x.example\",\"ports\":[443\0],\"x\":1}]}";
+
+		policy_errors_free(&errs);
+		p = policy_load_buf(nul, sizeof(nul) - 1, "nul", &errs);
+		ok(p == NULL && errs.n == 1 && errs.v[0].pe_line == 1 &&
+		    errs.v[0].pe_column == 68, "NUL after a number: error "
+		    "located at 1:68 (got %d:%d)", errs.n ? errs.v[0].pe_line : 0,
+		    errs.n ? errs.v[0].pe_column : 0);
+		policy_free(p);
+	}
+
 	/* Errors are capped. */
 	{
 		char *big;
