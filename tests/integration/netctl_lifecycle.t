@@ -61,7 +61,7 @@ netns_exec "$H" ip link add vx0 type veth peer name vx1
 netns_exec "$H" ip addr add 10.7.0.1/30 dev vx0
 netns_exec "$H" ip link set vx0 up
 
-echo "1..39"
+echo "1..40"
 check "nothing installed before the first sandbox" test -z "$(dump)"
 check "sandbox create s1" al sandbox create s1 --policy "$POLICY"
 check "tap al-s1 exists and is a tap" sh -c "ip netns exec $H ip -d link show al-s1 | grep -q 'tun type tap'"
@@ -73,7 +73,8 @@ check "the record is 0600" sh -c "stat -c %a $T/state/sandboxes/s1.json | grep -
 check "net status: no drift" al net status
 dump >"$T/d1"
 
-check "create s2" al sandbox create s2 --policy "$POLICY"
+check "create s2 --owner nobody" al sandbox create s2 --policy "$POLICY" --owner nobody
+check "... the tap belongs to the VMM's user" sh -c "ip netns exec $H ip -d link show al-s2 | grep -q 'persist on user nobody'"
 check "s2 got the next /30" sh -c "ip netns exec $H ip -o -4 addr show al-s2 | grep -q 'inet 10.233.0.5/30'"
 check "destroy s2" al sandbox destroy s2
 dump >"$T/d2"
