@@ -50,7 +50,7 @@ T=$NETNS_TMP
 cat >"$T/airlock.json" <<EOF
 { "state_dir": "$T/state", "user": "nobody", "proxy_port": 15001, "dns_port": 15053 }
 EOF
-al() { netns_exec "$H" "$AL" --config "$T/airlock.json" "$@"; }
+al() { netns_exec "$H" "$AL" --config "$T/airlock.json" "$@" >/dev/null; }
 
 netns_bg "$H" "$T/proxy.log" "$PROBE" listen-tcp 15001
 netns_bg "$H" "$T/dns.log" "$PROBE" listen-udp 15053
