@@ -42,7 +42,7 @@ struct policy_rule {
 	uint16_t	*pr_ports;	/* defaults to {443} */
 	size_t		 pr_nports;
 	enum policy_proto pr_proto;
-	enum policy_tls	 pr_tls;
+	enum policy_tls	 pr_tls;	/* only meaningful for POLICY_PROTO_TLS */
 	char		**pr_methods;	/* upper-case; NULL/0: any method */
 	size_t		 pr_nmethods;
 	char		**pr_paths;	/* globs; NULL/0: any path */
@@ -128,7 +128,7 @@ struct policy_verdict {
 	int		 pv_would_deny;	/* report mode: enforce would have denied */
 	enum policy_reason pv_reason;	/* why it was (or would be) denied */
 	const struct policy_rule *pv_rule; /* the rule that decided, or NULL */
-	enum policy_tls	 pv_tls;	/* splice or inspect, when allowed */
+	enum policy_tls	 pv_tls;	/* splice or inspect (a tls rule decided) */
 };
 
 /*
