@@ -39,7 +39,7 @@ struct policy_rule {
 	int		 pr_is_cidr;	/* 1: pr_cidr; 0: pr_host */
 	char		 pr_host[HOSTNAME_MAX + 1];	/* normalised; may be "*.suffix" */
 	struct netaddr_cidr pr_cidr;
-	uint16_t	*pr_ports;	/* defaults to {443} */
+	uint16_t	*pr_ports;	/* sorted, unique; defaults to {443} */
 	size_t		 pr_nports;
 	enum policy_proto pr_proto;
 	enum policy_tls	 pr_tls;	/* only meaningful for POLICY_PROTO_TLS */
