@@ -126,3 +126,9 @@ clean:
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# The README's first command: what airlock does today, in network namespaces of its own.
+demo: deps
+	$(MAKE) all $(O)/tests/tools/origin $(O)/tests/tools/netprobe
+	AIRLOCK_BUILD=$(CURDIR)/$(O) demo/demo.sh
+.PHONY: demo
