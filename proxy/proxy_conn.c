@@ -29,6 +29,8 @@
  *   connect_failed       no TCP connection to the checked address within 10 s
  *   policy_reload        a reload's policy no longer allows a live connection
  *   sandbox_removed      the sandbox went away under a live connection
+ *   unknown_sandbox      the source address is no sandbox's (a record without a
+ *                        sandbox, at most one a second: "suppressed" counts the rest)
  *
  * Threads: every function here runs in its worker's thread; a worker's connection
  * list is touched by no other thread.  Shared state (the sandbox registry, the audit
@@ -46,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -498,6 +501,57 @@ proxy_conn_orig_dst(int fd, struct netaddr *dst, uint16_t *port)
 	return 0;
 }
 
+/*
+ * A connection from a source that is no sandbox (not attached, or not yet known to
+ * this daemon): a "deny" record without a sandbox, reason unknown_sandbox (the code
+ * policy DNS uses for the same case).  At most one record a second, process-wide,
+ * so that a flood cannot flood the log; the next record counts the ones left out
+ * ("suppressed").  fd is still the raw accepted socket.
+ */
+static void
+proxy_conn_unknown(struct proxy_conn *c, int fd)
+{
+	static long long last;		/* atomic: second of the last record */
+	static long long suppressed;	/* atomic */
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv;
+	struct timespec ts;
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+	char src[NETADDR_STRLEN + 8], dst[NETADDR_STRLEN + 8];
+	long long prev, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (long long)ts.tv_sec + 1;	/* never 0, the initial value */
+	prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
+	if (prev >= now || !__atomic_compare_exchange_n(&last, &prev, now, 0,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&suppressed, 1, __ATOMIC_RELAXED);
+		log_debug("connection from an unknown source: reset");
+		return;
+	}
+	r.ar_event = AUDIT_EV_DENY;
+	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
+	/* Not redirected (no conntrack entry): the listener's own address. */
+	if (proxy_conn_orig_dst(fd, &c->pc_dst, &c->pc_dport) == -1 &&
+	    c->pc_dst.na_family == 0 && getsockname(fd, (struct sockaddr *)&ss,
+	    &sslen) == 0)
+		(void)netaddr_from_sockaddr((struct sockaddr *)&ss, &c->pc_dst,
+		    &c->pc_dport);
+	r.ar_dst = proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
+	r.ar_decision = "deny";
+	r.ar_reason = "unknown_sandbox";
+	kv.ak_key = "suppressed";
+	kv.ak_str = NULL;
+	kv.ak_num = __atomic_exchange_n(&suppressed, 0, __ATOMIC_RELAXED);
+	if (kv.ak_num > 0) {
+		r.ar_extra = &kv;
+		r.ar_nextra = 1;
+	}
+	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
+		log_warn("audit write (unknown source)");
+}
+
 static void
 proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -524,7 +578,7 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (netaddr_from_sockaddr(sa, &c->pc_src, &c->pc_sport) == -1)
 		goto reset;
 	if ((ps = proxy_sandbox_find(&c->pc_src)) == NULL) {
-		log_debug("connection from an unknown source: reset");
+		proxy_conn_unknown(c, fd);
 		goto reset;
 	}
 	c->pc_sandbox = ps;
