@@ -25,6 +25,12 @@ struct airlock_config {
 	char		audit_path[PATH_MAX];		/* /var/log/airlock/audit.jsonl */
 	enum audit_fsync audit_fsync;			/* "deny" */
 	int		audit_log_query;		/* false */
+	char		audit_key_file[PATH_MAX];	/* "" (null): plain SHA-256 chain */
+							/* (key "audit.key_file", not in */
+							/* DESIGN.md): an HMAC key file */
+							/* (audit_key_load()); airlockd */
+							/* reads it as root at start and */
+							/* writes the chain keyed with it */
 	char		libvirt_uri[256];		/* qemu:///system */
 	char		user[64];			/* "airlock": airlockd drops to it */
 							/* (key "user", not in DESIGN.md) */
@@ -44,7 +50,7 @@ void	config_defaults(struct airlock_config *c);
  * Checks: duplicate and unknown keys, types, ports 1..65535, workers 0..256, pools
  * as strict IPv4 CIDRs /8../30 outside the floor and not overlapping, paths absolute
  * (control_socket short enough for sun_path), audit.fsync "never"|"deny"|"always",
- * user a portable user name.
+ * audit.key_file null or an absolute path, user a portable user name.
  *
  * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
  * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current

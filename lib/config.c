@@ -272,6 +272,15 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 			else
 				return config_error(cc, "audit", k, "must be "
 				    "\"never\", \"deny\" or \"always\"");
+		} else if (strcmp(k, "key_file") == 0) {
+			if (json_is_null(v))
+				c->audit_key_file[0] = '\0';
+			else if (!json_is_string(v))
+				return config_error(cc, "audit", k,
+				    "must be null or a string (a path)");
+			else if (config_path(cc, "audit", k, v, c->audit_key_file,
+			    sizeof(c->audit_key_file), PATH_MAX - 1) == -1)
+				return -1;
 		} else if (strcmp(k, "log_query") == 0) {
 			if (!json_is_boolean(v))
 				return config_error(cc, "audit", k,

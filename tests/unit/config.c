@@ -81,6 +81,10 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"audit\": {\"fsync\": true}}", "1:12: audit.fsync: must be a string" },
 	{ "{\"audit\": {\"log_query\": 1}}",
 	    "1:12: audit.log_query: must be true or false" },
+	{ "{\"audit\": {\"key_file\": 5}}",
+	    "1:12: audit.key_file: must be null or a string (a path)" },
+	{ "{\"audit\": {\"key_file\": \"key\"}}",
+	    "1:12: audit.key_file: must be an absolute path" },
 	{ "{\"audit\": {\"path\": \"audit.jsonl\"}}",
 	    "1:12: audit.path: must be an absolute path" },
 	{ "{\"audit\": {\"path\": \"/x\", \"paht\": \"/y\"}}",
@@ -113,7 +117,7 @@ static const char *full_text =
 "  \"mapped_pool\": \"100.80.0.0/12\",\n"
 "  \"upstream_ca_file\": \"/srv/ca.pem\",\n"
 "  \"audit\": { \"path\": \"/srv/audit.jsonl\", \"fsync\": \"always\", "
-"\"log_query\": true },\n"
+"\"log_query\": true, \"key_file\": \"/srv/audit.key\" },\n"
 "  \"libvirt_uri\": \"qemu+ssh://host/system\",\n"
 "  \"user\": \"_airlock\"\n"
 "}\n";
@@ -142,6 +146,7 @@ test_defaults(void)
 	    "default audit path");
 	is_int(AUDIT_FSYNC_DENY, c.audit_fsync, "default fsync");
 	is_int(0, c.audit_log_query, "default log_query");
+	is_string("", c.audit_key_file, "default audit.key_file (null)");
 	is_string("qemu:///system", c.libvirt_uri, "default libvirt_uri");
 	is_string("airlock", c.user, "default user");
 }
@@ -169,13 +174,15 @@ test_full(void)
 	is_string("/srv/audit.jsonl", c.audit_path, "audit.path");
 	is_int(AUDIT_FSYNC_ALWAYS, c.audit_fsync, "audit.fsync");
 	is_int(1, c.audit_log_query, "audit.log_query");
+	is_string("/srv/audit.key", c.audit_key_file, "audit.key_file");
 	is_string("qemu+ssh://host/system", c.libvirt_uri, "libvirt_uri");
 	is_string("_airlock", c.user, "user");
 
 	/* Partial files keep the other defaults; null CA means the system store. */
 	ok(load_text("{\"upstream_ca_file\": null, \"audit\": {\"fsync\": "
-	    "\"never\"}}", &c, NULL, err, sizeof(err)) == 0 &&
+	    "\"never\", \"key_file\": null}}", &c, NULL, err, sizeof(err)) == 0 &&
 	    c.upstream_ca_file[0] == '\0' && c.audit_fsync == AUDIT_FSYNC_NEVER &&
+	    c.audit_key_file[0] == '\0' &&
 	    c.proxy_port == 15001 && strcmp(c.audit_path,
 	    "/var/log/airlock/audit.jsonl") == 0, "partial file");
 	ok(load_text("{}", &c, NULL, err, sizeof(err)) == 0 &&
