@@ -2,7 +2,8 @@
  * cli/cmd_ctl.c: commands that talk to the running airlockd over its control socket.
  *
  *	airlock reload [--json]		re-read every sandbox record and policy
- *	airlock stats [--json]		per sandbox: live connections, allowed, denied, bytes
+ *	airlock stats [--json]		per sandbox: live connections, allowed, denied, bytes;
+ *					the audit chain's head (seq, hash)
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -173,6 +174,10 @@ cmd_stats(const struct cli_ctx *ctx, int argc, char **argv)
 		if (json_is_string(json_object_get(sb, "policy_error")))
 			printf("%s: policy error: %s\n", cmd_ctl_str(sb, "name"),
 			    cmd_ctl_str(sb, "policy_error"));
+	/* The anchor for `airlock audit verify --head HASH --expect-seq SEQ`. */
+	if ((sb = json_object_get(reply, "audit")) != NULL)
+		printf("audit head: seq %lld hash %s\n", cmd_ctl_num(sb, "seq"),
+		    cmd_ctl_str(sb, "head"));
  out:
 	json_decref(reply);
 	free(raw);

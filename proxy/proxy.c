@@ -51,6 +51,7 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 
 #include "log.h"
 #include "proxy.h"
@@ -1013,7 +1014,8 @@ json_t *
 proxy_cmd_stats(void)
 {
 	json_t *list, *o;
-	char ip[NETADDR_STRLEN];
+	char ip[NETADDR_STRLEN], head[AUDIT_HASH_HEX + 1];
+	long long seq;
 	size_t i;
 
 	list = json_array();
@@ -1046,8 +1048,13 @@ proxy_cmd_stats(void)
 		json_array_append_new(list, o);
 	}
 	pthread_rwlock_unlock(&proxy_reg_lock);
-	return json_pack("{s:b, s:i, s:o}", "ok", 1, "workers",
-	    (int)proxy_nthreads, "sandboxes", list);
+	/* The chain's head: an anchor for `airlock audit verify --head`. */
+	seq = proxy_log != NULL ? audit_head(proxy_log, head) : 0;
+	if (proxy_log == NULL)
+		head[0] = '\0';
+	return json_pack("{s:b, s:i, s:o, s:{s:I, s:s}}", "ok", 1, "workers",
+	    (int)proxy_nthreads, "sandboxes", list, "audit", "seq",
+	    (json_int_t)seq, "head", head);
 }
 
 /* Drops and forgets every sandbox (at exit). */
@@ -1291,12 +1298,22 @@ proxy_threads_stop(void)
  * The main thread: signals and the control socket.
  */
 
+/*
+ * SIGHUP: after logrotate renamed the audit log away, continue the chain in a new
+ * file at the same path; then reload.  Unprivileged by now: the new file is created
+ * in the log's directory (or opened, if logrotate's "create 0600 airlock airlock"
+ * made it) as the airlockd user, which owns the old file (proxy_audit_open()).  If
+ * that fails, the old file stays in use and the reason is logged.
+ */
 static void
 proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	json_t *reply;
+	char err[512];
 
-	log_info("SIGHUP: reloading");
+	log_info("SIGHUP: reopening the audit log, reloading");
+	if (audit_reopen(proxy_log, err, sizeof(err)) == -1)
+		log_warnx("audit log: %s", err);
 	reply = proxy_cmd_reload("sighup");
 	json_decref(reply);
 }
@@ -1308,6 +1325,36 @@ proxy_sigterm_cb(evutil_socket_t sig, short what, void *arg)
 
 	log_info("signal %d: exiting", (int)sig);
 	event_base_loopbreak(base);
+}
+
+/*
+ * Opens the audit log (keyed when audit.key_file is set: the key is read here, as
+ * root, and wiped; audit_close() wipes the log's copy).  As root, the file is then
+ * given to the user airlockd drops to (pw), so that after a rotation the renamed
+ * file can still be read to continue the chain (audit_reopen() on SIGHUP).
+ */
+static int
+proxy_audit_open(const struct passwd *pw, char *err, size_t errlen)
+{
+	unsigned char key[AUDIT_KEY_MAX];
+	size_t keylen = 0;
+
+	if (proxy_cfg.audit_key_file[0] != '\0') {
+		if (audit_key_load(proxy_cfg.audit_key_file, key, &keylen, err,
+		    errlen) == -1)
+			return -1;
+		proxy_log = audit_open_keyed(proxy_cfg.audit_path,
+		    proxy_cfg.audit_fsync, key, keylen, err, errlen);
+		OPENSSL_cleanse(key, sizeof(key));
+	} else
+		proxy_log = audit_open(proxy_cfg.audit_path, proxy_cfg.audit_fsync,
+		    err, errlen);
+	if (proxy_log == NULL)
+		return -1;
+	if (pw != NULL && chown(proxy_cfg.audit_path, pw->pw_uid, pw->pw_gid) == -1)
+		log_warn("%s: chown to %s (a rotated log could not be continued)",
+		    proxy_cfg.audit_path, pw->pw_name);
+	return 0;
 }
 
 /* -n: the configuration and every recorded sandbox's policy.  Exit status. */
@@ -1405,8 +1452,7 @@ proxy_main(const struct proxy_opts *o)
 		goto out;
 	}
 	ctl_made = 1;
-	if ((proxy_log = audit_open(proxy_cfg.audit_path, proxy_cfg.audit_fsync,
-	    err, sizeof(err))) == NULL) {
+	if (proxy_audit_open(pw, err, sizeof(err)) == -1) {
 		log_warnx("audit log: %s", err);	/* err names the file */
 		goto out;
 	}
