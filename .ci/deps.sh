@@ -6,7 +6,11 @@ PKGS="build-essential pkg-config perl
 libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
 libpsl-dev publicsuffix
 clang libclang-rt-14-dev
-iproute2 nftables curl openssl bind9-dnsutils"
+iproute2 nftables curl openssl bind9-dnsutils
+qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4"
+# (vmm: libvirtd + QEMU without libvirt-daemon-system, whose service scripts,
+# polkit and firewall dependencies are not needed: the VM tests start a private
+# libvirtd; busybox-static, cpio, lz4 build the default guest image.)
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
@@ -23,8 +27,19 @@ ensure_user() {
 	getent passwd airlock >/dev/null || useradd --system --no-create-home \
 	    --shell /usr/sbin/nologin airlock
 }
+# libvirtd's QEMU driver resolves its compiled-in user and group (libvirt-qemu)
+# when it starts, even when qemu.conf says root; libvirt-daemon-system would make
+# them.
+ensure_libvirt_user() {
+	[ "$(id -u)" = 0 ] || return 0
+	getent group kvm >/dev/null || groupadd --system kvm
+	getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu
+	getent passwd libvirt-qemu >/dev/null || useradd --system --no-create-home \
+	    --shell /usr/sbin/nologin -g kvm libvirt-qemu
+}
 if [ -z "$missing" ]; then
 	ensure_user
+	ensure_libvirt_user
 	exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -36,3 +51,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing
 ensure_user
+ensure_libvirt_user

@@ -43,6 +43,9 @@ int	cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
 /* cmd_net.c: airlock net attach|detach|status */
 int	cmd_net(const struct cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_vm.c: airlock vm start|stop|destroy|ls|console */
+int	cmd_vm(const struct cli_ctx *ctx, int argc, char **argv);
+
 /* cmd_vault.c: airlock vault put|ls|rm|rotate-key */
 int	cmd_vault(const struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_ca.c: airlock ca init|cert */

@@ -17,6 +17,7 @@
 #include "control.h"
 #include "netctl.h"
 #include "sandbox.h"
+#include "vmm.h"
 
 /*
  * Tells a running airlockd (the record is the truth; a daemon that is not running
@@ -130,12 +131,20 @@ sandbox_destroy(const struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (cli_config(ctx, &cfg) == -1)
 		return 2;
+	/*
+	 * The VM first, while its tap still exists.  If libvirt cannot be
+	 * reached, the rest still goes: a VM left running on a deleted tap
+	 * reaches nothing.
+	 */
+	if (sandbox_name_is_valid(name) &&
+	    vmm_sandbox_purge(&cfg, name, err, sizeof(err)) == -1)
+		fprintf(stderr, "airlock: warning: sandbox destroy %s: VM: %s\n",
+		    name, err);
 	if (netctl_sandbox_destroy(&cfg, name, SANDBOX_KIND_TAP, err,
 	    sizeof(err)) == -1) {
 		fprintf(stderr, "airlock: sandbox destroy %s: %s\n", name, err);
 		return 1;
 	}
-	/* XXX the VM (vmm) is not stopped here yet: vmm does not exist. */
 	cli_sandbox_notify(&cfg, "sandbox_remove", name);
 	return 0;
 }

@@ -31,6 +31,11 @@ static const struct cli_cmd {
 	{ "net", cmd_net,
 	  "net attach NAME --policy FILE --iface IFACE --guest-ip IP [--host-ip IP] "
 	  "[--mac MAC] | net detach NAME | net status [--json]" },
+	{ "vm", cmd_vm,
+	  "vm start NAME [--image default|DIR | --disk FILE.qcow2] [--memory MiB] "
+	  "[--vcpus N] [--agent FILE] | vm stop NAME [--timeout SEC] | "
+	  "vm destroy NAME | vm ls [--json] | "
+	  "vm console NAME [--wait MARKER [--timeout SEC]]" },
 };
 
 static void
