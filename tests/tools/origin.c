@@ -8,13 +8,15 @@
  *						echoes each line back
  *
  * HTTP: "GET /size/N" answers N bytes of 'x'; any other request answers
- * "origin NAME\n".  One request per connection (Connection: close).
+ * "origin NAME\n".  One request per connection (Connection: close), except under
+ * /ka ("/ka", "/ka/size/N"): keep-alive, for request-rate measurements.
  * Prints "ready" on stdout once listening.
  */
 #include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <signal.h>
@@ -63,43 +65,52 @@ io_write(const void *buf, size_t len)
 	return 0;
 }
 
-static void
-serve_http(const char *name)
+/*
+ * One request from req[*have] (bytes of a next request stay there).  Returns 1 to
+ * serve another on the same connection (a path under /ka: keep-alive, for request
+ * rate measurements), 0 to close.
+ */
+static int
+serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 {
-	char req[8192], hdr[256], chunk[65536];
-	size_t have = 0;
+	char hdr[256], chunk[65536], *end;
 	unsigned long long size = 0, left;
-	int n, sized = 0;
+	size_t used;
+	int n, sized = 0, ka;
 
-	while (have < sizeof(req) - 1) {
-		if ((n = io_read(req + have, sizeof(req) - 1 - have)) <= 0)
-			return;
-		have += (size_t)n;
-		req[have] = '\0';
-		if (strstr(req, "\r\n\r\n") != NULL)
-			break;
+	req[*have] = '\0';
+	while ((end = strstr(req, "\r\n\r\n")) == NULL) {
+		if (*have >= reqlen - 1 ||
+		    (n = io_read(req + *have, reqlen - 1 - *have)) <= 0)
+			return 0;
+		*have += (size_t)n;
+		req[*have] = '\0';
 	}
-	if (sscanf(req, "GET /size/%llu", &size) == 1)
+	used = (size_t)(end + 4 - req);
+	ka = strncmp(req, "GET /ka", 7) == 0;
+	if (sscanf(req, "GET /size/%llu", &size) == 1 ||
+	    sscanf(req, "GET /ka/size/%llu", &size) == 1)
 		sized = 1;
+	memmove(req, req + used, *have - used);
+	*have -= used;
 	if (!sized) {
 		snprintf(chunk, sizeof(chunk), "origin %s\n", name);
 		size = strlen(chunk);
 	}
 	snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\n"
-	    "Connection: close\r\n\r\n", size);
+	    "Connection: %s\r\n\r\n", size, ka ? "keep-alive" : "close");
 	if (io_write(hdr, strlen(hdr)) == -1)
-		return;
-	if (!sized) {
-		(void)io_write(chunk, strlen(chunk));
-		return;
-	}
+		return 0;
+	if (!sized)
+		return io_write(chunk, strlen(chunk)) == 0 && ka;
 	memset(chunk, 'x', sizeof(chunk));
 	for (left = size; left > 0; ) {
 		n = left > sizeof(chunk) ? (int)sizeof(chunk) : (int)left;
 		if (io_write(chunk, (size_t)n) == -1)
-			return;
+			return 0;
 		left -= (unsigned long long)n;
 	}
+	return ka;
 }
 
 static void
@@ -167,6 +178,8 @@ main(int argc, char **argv)
 		if ((cfd = accept(lfd, NULL, NULL)) == -1)
 			continue;
 		fprintf(stderr, "accept\n");	/* tests count connections */
+		/* Header and body go out in separate writes: no delayed-ACK stall. */
+		(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if ((pid = fork()) == -1) {
 			close(cfd);
 			continue;
@@ -184,8 +197,13 @@ main(int argc, char **argv)
 		}
 		if (strcmp(mode, "banner") == 0)
 			serve_banner(name);
-		else
-			serve_http(name);
+		else {
+			char req[8192];
+			size_t have = 0;
+
+			while (serve_http(name, req, sizeof(req), &have))
+				;
+		}
 		if (ssl != NULL)
 			(void)SSL_shutdown(ssl);
 		shutdown(cfd, SHUT_WR);
