@@ -6,8 +6,8 @@
 # goes on.  limits.bytes_per_second slows b's download (only a lower bound on the
 # time is asserted: a loaded machine is slower, never faster).  `net detach`
 # closes the sandbox's live connection; its address is then no sandbox's, and a
-# connection from it is reset with an audited unknown_sandbox denial.  Needs root;
-# cleans up by trap.
+# connection from it is reset with an audited unknown_sandbox denial.  `sandbox
+# create/destroy` reach the running daemon too.  Needs root; cleans up by trap.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/proxynet.sh
@@ -41,6 +41,15 @@ if ! pn_start; then
 fi
 pn_attach a 0 "$T/pa.json" && pn_attach b 1 "$T/pb.json"
 ok $? "net attach a and b while airlockd runs"
+# sandbox create/destroy (a tap of its own) reach the running daemon the same way.
+al() { inH "$AIRLOCK" --config "$T/airlock.json" "$@"; }
+al sandbox create c --policy "$T/pb.json" >/dev/null &&
+    al stats --json | grep -q '"name":"c","iface":"al-c"'
+ok $? "sandbox create c: airlockd knows it at once"
+al sandbox destroy c >/dev/null && ! al stats --json | grep -q '"name":"c"' &&
+    grep -q '"sandbox":"c","event":"sandbox","action":"detach","source":"control"' \
+    "$T/audit.jsonl"
+ok $? "sandbox destroy c: airlockd forgets it (audited)"
 
 inA() { ip netns exec "$VA" "$@"; }
 inB() { ip netns exec "$VB" "$@"; }
