@@ -1,0 +1,970 @@
+/*
+ * proxy/proxy_scan.c: see proxy_scan.h.
+ *
+ * One Aho-Corasick automaton per set holds every pattern of every entry: the raw
+ * needle, its base64 "middles" and its literal percent-encodings.  Streams carry
+ * only an automaton state between calls, so nothing is missed at a read boundary.
+ *
+ * Base64 at any alignment.  Inside a base64 text, the needle N (n bytes) starts at
+ * byte offset k = 0, 1 or 2 of a 3-byte group.  Number the text's bits from 0: N
+ * occupies bits [8k, 8k + 8n), and character i encodes bits [6i, 6i + 6).  The
+ * characters i with 6i >= 8k and 6i + 6 <= 8k + 8n depend on N alone: encode k zero
+ * bytes followed by N and keep characters ceil(8k/6) .. floor((8k+8n)/6) - 1: that
+ * "middle" is what we search for, once per alignment and alphabet (six patterns;
+ * identical ones share a node).  The character before the middle (k != 0) carries
+ * N's first 4 (k=1) or 2 (k=2) bits in its low bits, the one after it (when
+ * 8(k+n) is not a multiple of 6) N's last 2 or 4 bits in its high bits.  Redaction
+ * rewrites the middle and exactly those bits with a same-length filler's, so no bit
+ * of N survives and the text still decodes with its alignment unchanged.  With
+ * SCAN_NEEDLE_MIN = 8 the shortest middle is 10 characters (60 bits).
+ *
+ * Redaction holds back the bytes that may still become a match: after each byte,
+ * the automaton's depth (the longest suffix of the input that is a prefix of some
+ * pattern) plus one (the character before a base64 middle).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "proxy_scan.h"
+
+#define SCAN_NONE	UINT32_MAX
+#define SCAN_ROOT	0
+
+struct scan_entry {
+	int		 se_id;
+	uint8_t		*se_needle;
+	size_t		 se_n;
+	uint8_t		*se_repl;
+	size_t		 se_rn;
+};
+
+struct scan_pat {
+	size_t		 sp_entry;
+	enum scan_enc	 sp_enc;
+	size_t		 sp_len;	/* pattern length */
+	uint8_t		*sp_repl;	/* redaction replacement */
+	size_t		 sp_repl_len;
+	int		 sp_lead_bits;	/* base64: low bits of the char before */
+	uint8_t		 sp_lead_val;
+	int		 sp_trail_bits;	/* base64: high bits of the char after */
+	uint8_t		 sp_trail_val;
+};
+
+struct scan_node {
+	uint32_t	 sn_fail;
+	uint32_t	 sn_dict;	/* nearest node on the fail chain with an output */
+	uint32_t	 sn_out;	/* pattern ending here, or SCAN_NONE */
+	uint32_t	 sn_depth;
+	uint32_t	 sn_edge;	/* first edge, or SCAN_NONE */
+};
+
+struct scan_edge {
+	uint32_t	 se_to;
+	uint32_t	 se_next;
+	uint8_t		 se_byte;
+};
+
+struct scan_set {
+	struct scan_entry *ss_ent;
+	size_t		 ss_nent;
+	size_t		 ss_capent;
+	struct scan_pat	*ss_pat;
+	size_t		 ss_npat;
+	size_t		 ss_cappat;
+	struct scan_node *ss_node;
+	size_t		 ss_nnode;
+	size_t		 ss_capnode;
+	struct scan_edge *ss_edge;
+	size_t		 ss_nedge;
+	size_t		 ss_capedge;
+	uint32_t	 ss_root[256];	/* root transitions, complete */
+	size_t		 ss_maxlen;
+	int		 ss_built;
+};
+
+static const char scan_b64_std[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char scan_b64_url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* ---- small helpers ---- */
+
+static int
+scan_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap;
+	void *np;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap != 0 ? *cap * 2 : 16;
+	if (ncap > SIZE_MAX / size || ncap > UINT32_MAX - 1) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if ((np = realloc(*p, ncap * size)) == NULL)
+		return -1;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static void
+scan_wipe_free(uint8_t *p, size_t n)
+{
+	if (p != NULL) {
+		OPENSSL_cleanse(p, n);
+		free(p);
+	}
+}
+
+/* Value (0..63) of c in the alphabet, or -1. */
+static int
+scan_b64_val(const char *alpha, uint8_t c)
+{
+	const char *p;
+
+	if (c == '\0' || (p = strchr(alpha, c)) == NULL)
+		return -1;
+	return (int)(p - alpha);
+}
+
+/*
+ * The sextets of in[n] followed by zero bits: ceil(8n/6) values into out.
+ */
+static void
+scan_sextets(const uint8_t *in, size_t n, uint8_t *out)
+{
+	size_t bits = 8 * n, i, b, j;
+	unsigned int v;
+
+	for (i = 0; i * 6 < bits; i++) {
+		v = 0;
+		for (j = 0; j < 6; j++) {
+			b = i * 6 + j;
+			v <<= 1;
+			if (b < bits)
+				v |= (in[b / 8] >> (7 - b % 8)) & 1;
+		}
+		out[i] = (uint8_t)v;
+	}
+}
+
+/* ---- sets ---- */
+
+struct scan_set *
+scan_set_new(void)
+{
+	return calloc(1, sizeof(struct scan_set));
+}
+
+void
+scan_set_free(struct scan_set *set)
+{
+	size_t i;
+
+	if (set == NULL)
+		return;
+	for (i = 0; i < set->ss_nent; i++) {
+		scan_wipe_free(set->ss_ent[i].se_needle, set->ss_ent[i].se_n);
+		scan_wipe_free(set->ss_ent[i].se_repl, set->ss_ent[i].se_rn);
+	}
+	for (i = 0; i < set->ss_npat; i++)
+		scan_wipe_free(set->ss_pat[i].sp_repl, set->ss_pat[i].sp_repl_len);
+	/* The trie spells the needles out: wipe it too. */
+	if (set->ss_edge != NULL)
+		OPENSSL_cleanse(set->ss_edge, set->ss_capedge *
+		    sizeof(struct scan_edge));
+	free(set->ss_ent);
+	free(set->ss_pat);
+	free(set->ss_node);
+	free(set->ss_edge);
+	OPENSSL_cleanse(set, sizeof(*set));
+	free(set);
+}
+
+int
+scan_set_add(struct scan_set *set, int id, const uint8_t *needle, size_t n,
+    const uint8_t *repl, size_t rn)
+{
+	struct scan_entry *e;
+
+	if (set->ss_built || n < SCAN_NEEDLE_MIN || n > SCAN_NEEDLE_MAX ||
+	    rn > SCAN_NEEDLE_MAX || set->ss_nent >= SCAN_ENTRIES_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (scan_grow((void **)&set->ss_ent, &set->ss_capent, set->ss_nent,
+	    sizeof(*e)) == -1)
+		return -1;
+	e = &set->ss_ent[set->ss_nent];
+	memset(e, 0, sizeof(*e));
+	if ((e->se_needle = malloc(n)) == NULL ||
+	    (e->se_repl = malloc(rn != 0 ? rn : 1)) == NULL) {
+		free(e->se_needle);
+		return -1;
+	}
+	memcpy(e->se_needle, needle, n);
+	if (rn != 0)
+		memcpy(e->se_repl, repl, rn);
+	e->se_n = n;
+	e->se_rn = rn;
+	e->se_id = id;
+	set->ss_nent++;
+	return 0;
+}
+
+static uint32_t
+scan_child(const struct scan_set *set, uint32_t s, uint8_t c)
+{
+	uint32_t e;
+
+	for (e = set->ss_node[s].sn_edge; e != SCAN_NONE;
+	    e = set->ss_edge[e].se_next)
+		if (set->ss_edge[e].se_byte == c)
+			return set->ss_edge[e].se_to;
+	return SCAN_NONE;
+}
+
+static int
+scan_node_new(struct scan_set *set, uint32_t depth, uint32_t *out)
+{
+	struct scan_node *nd;
+
+	if (scan_grow((void **)&set->ss_node, &set->ss_capnode, set->ss_nnode,
+	    sizeof(*nd)) == -1)
+		return -1;
+	nd = &set->ss_node[set->ss_nnode];
+	nd->sn_fail = SCAN_ROOT;
+	nd->sn_dict = SCAN_NONE;
+	nd->sn_out = SCAN_NONE;
+	nd->sn_depth = depth;
+	nd->sn_edge = SCAN_NONE;
+	*out = (uint32_t)set->ss_nnode++;
+	return 0;
+}
+
+/* Inserts pattern p[n] for pattern record pi (the first insertion of a string wins). */
+static int
+scan_trie_add(struct scan_set *set, const uint8_t *p, size_t n, uint32_t pi)
+{
+	uint32_t s = SCAN_ROOT, t;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if ((t = scan_child(set, s, p[i])) == SCAN_NONE) {
+			if (scan_node_new(set, (uint32_t)(i + 1), &t) == -1)
+				return -1;
+			if (scan_grow((void **)&set->ss_edge, &set->ss_capedge,
+			    set->ss_nedge, sizeof(struct scan_edge)) == -1)
+				return -1;
+			set->ss_edge[set->ss_nedge].se_to = t;
+			set->ss_edge[set->ss_nedge].se_byte = p[i];
+			set->ss_edge[set->ss_nedge].se_next =
+			    set->ss_node[s].sn_edge;
+			set->ss_node[s].sn_edge = (uint32_t)set->ss_nedge++;
+		}
+		s = t;
+	}
+	if (set->ss_node[s].sn_out == SCAN_NONE)
+		set->ss_node[s].sn_out = pi;
+	if (n > set->ss_maxlen)
+		set->ss_maxlen = n;
+	return 0;
+}
+
+static int
+scan_pat_add(struct scan_set *set, size_t ent, enum scan_enc enc,
+    const uint8_t *p, size_t n, const uint8_t *repl, size_t rn,
+    struct scan_pat **out)
+{
+	struct scan_pat *sp;
+
+	if (scan_grow((void **)&set->ss_pat, &set->ss_cappat, set->ss_npat,
+	    sizeof(*sp)) == -1)
+		return -1;
+	sp = &set->ss_pat[set->ss_npat];
+	memset(sp, 0, sizeof(*sp));
+	if ((sp->sp_repl = malloc(rn != 0 ? rn : 1)) == NULL)
+		return -1;
+	if (rn != 0)
+		memcpy(sp->sp_repl, repl, rn);
+	sp->sp_repl_len = rn;
+	sp->sp_entry = ent;
+	sp->sp_enc = enc;
+	sp->sp_len = n;
+	set->ss_npat++;
+	if (scan_trie_add(set, p, n, (uint32_t)(set->ss_npat - 1)) == -1)
+		return -1;
+	if (out != NULL)
+		*out = sp;
+	return 0;
+}
+
+/* A filler of n bytes: the replacement repeated (or 'x' if it is empty). */
+static uint8_t *
+scan_filler(const struct scan_entry *e)
+{
+	uint8_t *f;
+	size_t i;
+
+	if ((f = malloc(e->se_n)) == NULL)
+		return NULL;
+	for (i = 0; i < e->se_n; i++)
+		f[i] = e->se_rn != 0 ? e->se_repl[i % e->se_rn] : 'x';
+	return f;
+}
+
+/* The six base64 middles of entry ent (see the comment at the top). */
+static int
+scan_add_b64(struct scan_set *set, size_t ent)
+{
+	const struct scan_entry *e = &set->ss_ent[ent];
+	uint8_t *buf = NULL, *sx = NULL, *fx = NULL, *fill = NULL;
+	uint8_t *pat = NULL, *rep = NULL;
+	size_t bl, nsx, i0, i1, i, k, a;
+	struct scan_pat *sp;
+	const char *alpha;
+	int rc = -1;
+
+	bl = e->se_n + 3;	/* k <= 2 zero bytes, N, one more zero byte */
+	nsx = (8 * bl + 5) / 6;
+	if ((buf = calloc(1, bl)) == NULL || (sx = malloc(nsx)) == NULL ||
+	    (fx = malloc(nsx)) == NULL || (fill = scan_filler(e)) == NULL ||
+	    (pat = malloc(nsx)) == NULL || (rep = malloc(nsx)) == NULL)
+		goto out;
+	for (k = 0; k < 3; k++) {
+		memset(buf, 0, bl);
+		memcpy(buf + k, e->se_needle, e->se_n);
+		scan_sextets(buf, k + e->se_n, sx);
+		memset(buf, 0, bl);
+		memcpy(buf + k, fill, e->se_n);
+		scan_sextets(buf, k + e->se_n + 1, fx);
+		i0 = (8 * k + 5) / 6;
+		i1 = (8 * (k + e->se_n)) / 6;
+		for (a = 0; a < 2; a++) {
+			alpha = a == 0 ? scan_b64_std : scan_b64_url;
+			for (i = i0; i < i1; i++) {
+				pat[i - i0] = (uint8_t)alpha[sx[i]];
+				rep[i - i0] = (uint8_t)alpha[fx[i]];
+			}
+			if (scan_pat_add(set, ent, a == 0 ? SCAN_ENC_B64 :
+			    SCAN_ENC_B64URL, pat, i1 - i0, rep, i1 - i0, &sp) == -1)
+				goto out;
+			sp->sp_lead_bits = (int)((6 - (8 * k) % 6) % 6);
+			if (sp->sp_lead_bits != 0)
+				sp->sp_lead_val = fx[i0 - 1] &
+				    ((1u << sp->sp_lead_bits) - 1);
+			sp->sp_trail_bits = (int)((8 * (k + e->se_n)) % 6);
+			if (sp->sp_trail_bits != 0)
+				sp->sp_trail_val = fx[i1] &
+				    (uint8_t)(0x3f << (6 - sp->sp_trail_bits) & 0x3f);
+		}
+	}
+	rc = 0;
+ out:
+	if (fill != NULL)
+		scan_wipe_free(fill, e->se_n);
+	scan_wipe_free(buf, bl);
+	scan_wipe_free(sx, nsx);
+	scan_wipe_free(fx, nsx);
+	scan_wipe_free(pat, nsx);
+	scan_wipe_free(rep, nsx);
+	return rc;
+}
+
+/*
+ * Percent-encodes in[n] into out (room for 3n): bytes in keep (and unreserved
+ * ones when unres) stay, the rest become %XX in upper or lower case.
+ */
+static size_t
+scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
+    int lower, uint8_t *out)
+{
+	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+	size_t i, o = 0;
+	uint8_t c;
+
+	for (i = 0; i < n; i++) {
+		c = in[i];
+		if ((unres && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+		    c == '~')) || (c != '\0' && strchr(keep, c) != NULL))
+			out[o++] = c;
+		else {
+			out[o++] = '%';
+			out[o++] = (uint8_t)hex[c >> 4];
+			out[o++] = (uint8_t)hex[c & 15];
+		}
+	}
+	return o;
+}
+
+/* Literal percent-encodings of entry ent in the usual styles (see proxy_scan.h). */
+static int
+scan_add_pct(struct scan_set *set, size_t ent)
+{
+	static const struct {
+		int		 unres;
+		const char	*keep;
+	} styles[] = {
+		{ 1, "" },		/* RFC 3986 unreserved */
+		{ 1, "/" },		/* Python quote() */
+		{ 1, "!'()*" },		/* JavaScript encodeURIComponent() */
+		{ 0, "" },		/* everything escaped */
+	};
+	const struct scan_entry *e = &set->ss_ent[ent];
+	uint8_t *pat = NULL, *rep = NULL;
+	size_t s, pl, rl, cap;
+	int lower, rc = -1;
+
+	cap = 3 * (e->se_n > e->se_rn ? e->se_n : e->se_rn) + 1;
+	if ((pat = malloc(cap)) == NULL || (rep = malloc(cap)) == NULL)
+		goto out;
+	for (s = 0; s < sizeof(styles) / sizeof(styles[0]); s++)
+		for (lower = 0; lower < 2; lower++) {
+			pl = scan_pct_encode(e->se_needle, e->se_n, styles[s].unres,
+			    styles[s].keep, lower, pat);
+			if (pl == e->se_n)
+				continue;	/* nothing escaped: the raw form */
+			rl = scan_pct_encode(e->se_repl, e->se_rn, styles[s].unres,
+			    styles[s].keep, lower, rep);
+			if (scan_pat_add(set, ent, SCAN_ENC_PCT, pat, pl, rep, rl,
+			    NULL) == -1)
+				goto out;
+		}
+	rc = 0;
+ out:
+	scan_wipe_free(pat, cap);
+	scan_wipe_free(rep, cap);
+	return rc;
+}
+
+int
+scan_set_build(struct scan_set *set)
+{
+	uint32_t *queue = NULL, s, t, f, e, r;
+	size_t i, qh = 0, qt = 0;
+	int c, rc = -1;
+
+	if (set->ss_built) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (scan_node_new(set, 0, &r) == -1)
+		goto out;
+	for (i = 0; i < set->ss_nent; i++) {
+		if (scan_pat_add(set, i, SCAN_ENC_RAW, set->ss_ent[i].se_needle,
+		    set->ss_ent[i].se_n, set->ss_ent[i].se_repl,
+		    set->ss_ent[i].se_rn, NULL) == -1 ||
+		    scan_add_b64(set, i) == -1 || scan_add_pct(set, i) == -1)
+			goto out;
+	}
+	/* Breadth-first: fail and dictionary links, complete root transitions. */
+	if ((queue = calloc(set->ss_nnode, sizeof(*queue))) == NULL)
+		goto out;
+	for (c = 0; c < 256; c++) {
+		t = scan_child(set, SCAN_ROOT, (uint8_t)c);
+		set->ss_root[c] = t == SCAN_NONE ? SCAN_ROOT : t;
+		if (t != SCAN_NONE) {
+			set->ss_node[t].sn_fail = SCAN_ROOT;
+			queue[qt++] = t;
+		}
+	}
+	while (qh < qt) {
+		s = queue[qh++];
+		for (e = set->ss_node[s].sn_edge; e != SCAN_NONE;
+		    e = set->ss_edge[e].se_next) {
+			t = set->ss_edge[e].se_to;
+			f = set->ss_node[s].sn_fail;
+			while (f != SCAN_ROOT && scan_child(set, f,
+			    set->ss_edge[e].se_byte) == SCAN_NONE)
+				f = set->ss_node[f].sn_fail;
+			f = f == SCAN_ROOT ? set->ss_root[set->ss_edge[e].se_byte] :
+			    scan_child(set, f, set->ss_edge[e].se_byte);
+			if (f == t)
+				f = SCAN_ROOT;
+			set->ss_node[t].sn_fail = f;
+			set->ss_node[t].sn_dict = set->ss_node[f].sn_out !=
+			    SCAN_NONE ? f : set->ss_node[f].sn_dict;
+			queue[qt++] = t;
+		}
+	}
+	set->ss_built = 1;
+	rc = 0;
+ out:
+	free(queue);
+	return rc;
+}
+
+/* One automaton step. */
+static uint32_t
+scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
+{
+	uint32_t t;
+
+	for (;;) {
+		if (s == SCAN_ROOT)
+			return set->ss_root[c];
+		if ((t = scan_child(set, s, c)) != SCAN_NONE)
+			return t;
+		s = set->ss_node[s].sn_fail;
+	}
+}
+
+/* The pattern completed at state s (the longest), or SCAN_NONE. */
+static uint32_t
+scan_output(const struct scan_set *set, uint32_t s)
+{
+	if (set->ss_node[s].sn_out != SCAN_NONE)
+		return set->ss_node[s].sn_out;
+	if (set->ss_node[s].sn_dict != SCAN_NONE)
+		return set->ss_node[set->ss_node[s].sn_dict].sn_out;
+	return SCAN_NONE;
+}
+
+/* ---- detection ---- */
+
+void
+scan_stream_init(struct scan_stream *s, const struct scan_set *set)
+{
+	memset(s, 0, sizeof(*s));
+	s->ss_set = set;
+	s->ss_raw = SCAN_ROOT;
+	s->ss_dec = SCAN_ROOT;
+}
+
+static int
+scan_hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int
+scan_match_fill(const struct scan_set *set, uint32_t pi, enum scan_enc enc,
+    uint64_t end, struct scan_match *m)
+{
+	const struct scan_pat *p = &set->ss_pat[pi];
+
+	m->sm_id = set->ss_ent[p->sp_entry].se_id;
+	/* A raw pattern found in the decoded stream was percent-encoded. */
+	m->sm_enc = enc == SCAN_ENC_PCT && p->sp_enc == SCAN_ENC_RAW ?
+	    SCAN_ENC_PCT : p->sp_enc;
+	m->sm_end = end;
+	return 1;
+}
+
+/* Feeds one decoded byte to the decoded-stream automaton. */
+static int
+scan_dec_push(struct scan_stream *s, uint8_t c, struct scan_match *m)
+{
+	uint32_t pi;
+
+	s->ss_dec = scan_step(s->ss_set, s->ss_dec, c);
+	s->ss_dec_off++;
+	if ((pi = scan_output(s->ss_set, s->ss_dec)) != SCAN_NONE) {
+		s->ss_dec = SCAN_ROOT;
+		return scan_match_fill(s->ss_set, pi, SCAN_ENC_PCT,
+		    s->ss_dec_off, m);
+	}
+	return 0;
+}
+
+int
+scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
+    struct scan_match *m)
+{
+	const struct scan_set *set = s->ss_set;
+	uint32_t pi;
+	size_t i;
+	int h, found;
+
+	if (set == NULL || !set->ss_built)
+		return 0;
+	for (i = 0; i < len; i++) {
+		uint8_t c = buf[i];
+
+		s->ss_off++;
+		s->ss_raw = scan_step(set, s->ss_raw, c);
+		if ((pi = scan_output(set, s->ss_raw)) != SCAN_NONE) {
+			s->ss_raw = SCAN_ROOT;
+			return scan_match_fill(set, pi, SCAN_ENC_RAW, s->ss_off, m);
+		}
+		/* The percent-decoded stream; a broken escape passes literally. */
+		found = 0;
+		if (s->ss_pct == 0) {
+			if (c == '%')
+				s->ss_pct = 1;
+			else
+				found = scan_dec_push(s, c, m);
+		} else if ((h = scan_hexval(c)) == -1) {
+			found = scan_dec_push(s, '%', m);
+			if (!found && s->ss_pct == 2)
+				found = scan_dec_push(s, s->ss_pct_hi, m);
+			s->ss_pct = c == '%' ? 1 : 0;
+			if (!found && c != '%')
+				found = scan_dec_push(s, c, m);
+		} else if (s->ss_pct == 1) {
+			s->ss_pct_hi = c;
+			s->ss_pct = 2;
+		} else {
+			s->ss_pct = 0;
+			found = scan_dec_push(s, (uint8_t)(scan_hexval(
+			    s->ss_pct_hi) << 4 | h), m);
+		}
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
+/* "Basic" 1*SP token68: the offset of the token, or 0 if value is not that. */
+static size_t
+scan_basic_token(const uint8_t *v, size_t n)
+{
+	static const char basic[] = "basic";
+	size_t i;
+
+	if (n < 7)
+		return 0;
+	for (i = 0; i < 5; i++)
+		if ((v[i] | 0x20) != basic[i])
+			return 0;
+	if (v[5] != ' ')
+		return 0;
+	for (i = 5; i < n && v[i] == ' '; i++)
+		;
+	return i < n ? i : 0;
+}
+
+int
+scan_find(const struct scan_set *set, const uint8_t *buf, size_t len,
+    struct scan_match *m)
+{
+	struct scan_stream s;
+	uint8_t *dec = NULL;
+	size_t tok, dl = 0, cap = 0;
+	int rc = 0;
+
+	scan_stream_init(&s, set);
+	if (scan_stream_feed(&s, buf, len, m))
+		return 1;
+	if ((tok = scan_basic_token(buf, len)) == 0)
+		return 0;
+	cap = (len - tok) / 4 * 3 + 3;
+	if ((dec = malloc(cap)) == NULL)
+		return 0;	/* the raw scan above still ran */
+	if (scan_b64_decode(buf + tok, len - tok, dec, &dl) == 0) {
+		scan_stream_init(&s, set);
+		if (scan_stream_feed(&s, dec, dl, m)) {
+			m->sm_enc = SCAN_ENC_BASIC;
+			rc = 1;
+		}
+	}
+	scan_wipe_free(dec, cap);
+	return rc;
+}
+
+/* ---- substitution ---- */
+
+static void
+scan_note_id(int id, int *ids, size_t nids, size_t *nseen)
+{
+	size_t i;
+
+	if (ids == NULL)
+		return;
+	for (i = 0; i < *nseen && i < nids; i++)
+		if (ids[i] == id)
+			return;
+	if (*nseen < nids)
+		ids[(*nseen)++] = id;
+}
+
+/* Raw substitution of in[n] into out; returns the count or -1. */
+static int
+scan_subst_raw(const struct scan_set *set, const uint8_t *in, size_t n,
+    struct http_buf *out, int *ids, size_t nids, size_t *nseen)
+{
+	const struct scan_pat *p;
+	const struct scan_entry *e;
+	uint32_t s = SCAN_ROOT, pi;
+	size_t i, from = 0;
+	int count = 0;
+
+	for (i = 0; i < n; i++) {
+		s = scan_step(set, s, in[i]);
+		if ((pi = scan_output(set, s)) == SCAN_NONE)
+			continue;
+		p = &set->ss_pat[pi];
+		if (p->sp_enc != SCAN_ENC_RAW)
+			continue;	/* left for scan_find() to refuse */
+		e = &set->ss_ent[p->sp_entry];
+		if (http_buf_add(out, in + from, i + 1 - p->sp_len - from) == -1 ||
+		    http_buf_add(out, e->se_repl, e->se_rn) == -1)
+			return -1;
+		from = i + 1;
+		s = SCAN_ROOT;
+		count++;
+		scan_note_id(e->se_id, ids, nids, nseen);
+	}
+	if (http_buf_add(out, in + from, n - from) == -1)
+		return -1;
+	return count;
+}
+
+int
+scan_subst_value(const struct scan_set *set, const uint8_t *value, size_t len,
+    struct http_buf *out, int *ids, size_t nids)
+{
+	struct http_buf dec2 = HTTP_BUF_INIT;
+	uint8_t *dec = NULL;
+	size_t tok, dl = 0, cap = 0, nseen = 0, mark = out->hb_len;
+	int rc = -1, n;
+
+	if (!set->ss_built) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((tok = scan_basic_token(value, len)) != 0) {
+		cap = (len - tok) / 4 * 3 + 3;
+		if ((dec = malloc(cap)) == NULL)
+			goto out;
+		if (scan_b64_decode(value + tok, len - tok, dec, &dl) == 0) {
+			if ((n = scan_subst_raw(set, dec, dl, &dec2, ids, nids,
+			    &nseen)) == -1)
+				goto out;
+			if (n > 0) {
+				if (http_buf_add(out, value, tok) == -1 ||
+				    scan_b64_encode(dec2.hb_p, dec2.hb_len, 0,
+				    out) == -1)
+					goto out;
+				rc = n;
+				goto out;
+			}
+		}
+	}
+	rc = scan_subst_raw(set, value, len, out, ids, nids, &nseen);
+ out:
+	if (rc == -1 && out->hb_len > mark)
+		out->hb_len = mark;	/* no partial value left behind */
+	scan_wipe_free(dec, cap);
+	http_buf_free(&dec2);
+	return rc;
+}
+
+/* ---- redaction ---- */
+
+struct scan_redact {
+	const struct scan_set *sr_set;
+	void		(*sr_fn)(void *, const struct scan_match *);
+	void		*sr_arg;
+	struct http_buf	 sr_hold;	/* input not yet emitted (wiped) */
+	size_t		 sr_scanned;	/* bytes of sr_hold run through */
+	size_t		 sr_emit;	/* bytes of sr_hold already emitted */
+	uint32_t	 sr_state;
+	int		 sr_trail_bits;	/* pending patch of the next char */
+	uint8_t		 sr_trail_val;
+	const char	*sr_trail_alpha;
+	uint64_t	 sr_off;
+	uint64_t	 sr_count;
+};
+
+struct scan_redact *
+scan_redact_new(const struct scan_set *set,
+    void (*fn)(void *, const struct scan_match *), void *arg)
+{
+	struct scan_redact *r;
+
+	if (!set->ss_built) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->sr_set = set;
+	r->sr_fn = fn;
+	r->sr_arg = arg;
+	r->sr_state = SCAN_ROOT;
+	return r;
+}
+
+void
+scan_redact_free(struct scan_redact *r)
+{
+	if (r == NULL)
+		return;
+	http_buf_free(&r->sr_hold);
+	OPENSSL_cleanse(r, sizeof(*r));
+	free(r);
+}
+
+uint64_t
+scan_redact_count(const struct scan_redact *r)
+{
+	return r->sr_count;
+}
+
+/* Replaces bits of the base64 char *c: mask selects them, val gives them. */
+static void
+scan_b64_patch(uint8_t *c, const char *alpha, uint8_t mask, uint8_t val)
+{
+	int v;
+
+	if ((v = scan_b64_val(alpha, *c)) == -1)
+		return;		/* not base64 here: no bits of ours to hide */
+	*c = (uint8_t)alpha[((unsigned int)v & ~mask & 0x3f) | (val & mask)];
+}
+
+int
+scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
+    struct http_buf *out)
+{
+	const struct scan_set *set = r->sr_set;
+	struct http_buf *h = &r->sr_hold;
+	const struct scan_pat *p;
+	struct scan_match m;
+	const char *alpha;
+	uint32_t pi;
+	size_t i, start, keep;
+	int n = 0;
+
+	if (http_buf_add(h, in, len) == -1)
+		return -1;
+	for (i = r->sr_scanned; i < h->hb_len; i++) {
+		if (r->sr_trail_bits != 0) {
+			scan_b64_patch(&h->hb_p[i], r->sr_trail_alpha,
+			    (uint8_t)(0x3f << (6 - r->sr_trail_bits) & 0x3f),
+			    r->sr_trail_val);
+			r->sr_trail_bits = 0;
+		}
+		r->sr_off++;
+		r->sr_state = scan_step(set, r->sr_state, h->hb_p[i]);
+		if ((pi = scan_output(set, r->sr_state)) == SCAN_NONE)
+			continue;
+		p = &set->ss_pat[pi];
+		/* The hold keeps depth + 1 bytes, so the match is all in it. */
+		start = i + 1 >= p->sp_len ? i + 1 - p->sp_len : 0;
+		alpha = p->sp_enc == SCAN_ENC_B64URL ? scan_b64_url : scan_b64_std;
+		if (p->sp_lead_bits != 0 && start >= 1 && start - 1 >= r->sr_emit)
+			scan_b64_patch(&h->hb_p[start - 1], alpha,
+			    (uint8_t)((1u << p->sp_lead_bits) - 1), p->sp_lead_val);
+		if (start < r->sr_emit)
+			start = r->sr_emit;	/* defensive: see above */
+		if (http_buf_add(out, h->hb_p + r->sr_emit, start - r->sr_emit) ==
+		    -1 || http_buf_add(out, p->sp_repl, p->sp_repl_len) == -1)
+			return -1;
+		r->sr_emit = i + 1;
+		r->sr_state = SCAN_ROOT;
+		if (p->sp_trail_bits != 0) {
+			r->sr_trail_bits = p->sp_trail_bits;
+			r->sr_trail_val = p->sp_trail_val;
+			r->sr_trail_alpha = alpha;
+		}
+		r->sr_count++;
+		n++;
+		if (r->sr_fn != NULL) {
+			m.sm_id = set->ss_ent[p->sp_entry].se_id;
+			m.sm_enc = p->sp_enc;
+			m.sm_end = r->sr_off;
+			r->sr_fn(r->sr_arg, &m);
+		}
+	}
+	r->sr_scanned = h->hb_len;
+	/* Emit all but what may still start a match (and the char before it). */
+	keep = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
+	if (h->hb_len > keep && h->hb_len - keep > r->sr_emit) {
+		if (http_buf_add(out, h->hb_p + r->sr_emit,
+		    h->hb_len - keep - r->sr_emit) == -1)
+			return -1;
+		r->sr_emit = h->hb_len - keep;
+	}
+	http_buf_drain(h, r->sr_emit);
+	r->sr_scanned -= r->sr_emit;
+	r->sr_emit = 0;
+	return n;
+}
+
+int
+scan_redact_finish(struct scan_redact *r, struct http_buf *out)
+{
+	struct http_buf *h = &r->sr_hold;
+
+	if (h->hb_len > r->sr_emit && http_buf_add(out, h->hb_p + r->sr_emit,
+	    h->hb_len - r->sr_emit) == -1)
+		return -1;
+	http_buf_drain(h, h->hb_len);
+	r->sr_scanned = 0;
+	r->sr_emit = 0;
+	r->sr_state = SCAN_ROOT;
+	r->sr_trail_bits = 0;
+	r->sr_off = 0;
+	return 0;
+}
+
+/* ---- base64 ---- */
+
+int
+scan_b64_encode(const uint8_t *in, size_t n, int url, struct http_buf *out)
+{
+	const char *alpha = url ? scan_b64_url : scan_b64_std;
+	uint8_t q[4];
+	unsigned int v;
+	size_t i;
+
+	for (i = 0; i < n; i += 3) {
+		v = (unsigned int)in[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned int)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= in[i + 2];
+		q[0] = (uint8_t)alpha[v >> 18 & 63];
+		q[1] = (uint8_t)alpha[v >> 12 & 63];
+		q[2] = i + 1 < n ? (uint8_t)alpha[v >> 6 & 63] : '=';
+		q[3] = i + 2 < n ? (uint8_t)alpha[v & 63] : '=';
+		if (http_buf_add(out, q, 4) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+scan_b64_decode(const uint8_t *in, size_t n, uint8_t *out, size_t *outlen)
+{
+	size_t i, o = 0, pad = 0;
+	unsigned int v;
+	int j, d;
+
+	if (n == 0 || n % 4 != 0)
+		return -1;
+	if (in[n - 1] == '=')
+		pad = in[n - 2] == '=' ? 2 : 1;
+	for (i = 0; i < n; i += 4) {
+		v = 0;
+		for (j = 0; j < 4; j++) {
+			if (i + 4 == n && j >= 4 - (int)pad) {
+				if (in[i + j] != '=')
+					return -1;
+				d = 0;
+			} else if ((d = scan_b64_val(scan_b64_std, in[i + j])) == -1)
+				return -1;
+			v = v << 6 | (unsigned int)d;
+		}
+		out[o++] = (uint8_t)(v >> 16);
+		if (i + 4 < n || pad < 2)
+			out[o++] = (uint8_t)(v >> 8);
+		if (i + 4 < n || pad < 1)
+			out[o++] = (uint8_t)v;
+	}
+	*outlen = o;
+	return 0;
+}
