@@ -8,6 +8,7 @@
 #   make check      install packages (make deps), build, run every TAP test under prove
 #   make SAN=1 ...  the same with AddressSanitizer + UBSan
 #   make fuzz       libFuzzer binaries (clang) for every tests/fuzz/fuzz_*.c
+#   make guest      the default VM image (build/guest: kernel + initramfs)
 #   make deps       install the Debian packages the build, tests and demo need
 
 CC	?= gcc
@@ -102,9 +103,17 @@ tests: $(UNIT_TS) $(FUZZ_REPLAY) $(TOOLS) $(BINS) all
 # The TAP suite: unit tests (no privileges), fuzz corpus replays, integration tests
 # (network namespaces; they skip themselves when not root).
 check: deps
-	$(MAKE) tests
+	$(MAKE) tests guest
 	AIRLOCK_BUILD=$(CURDIR)/$(O) AIRLOCK_SRCDIR=$(CURDIR) AIRLOCK=$(CURDIR)/$(O)/airlock AIRLOCKD=$(CURDIR)/$(O)/airlockd \
-	    prove -r $(PROVE_FLAGS) $(O)/tests tests/integration
+	    prove -r $(PROVE_FLAGS) $(O)/tests tests/integration tests/vm
+
+# The default guest image of `airlock vm start`: a Debian cloud kernel (downloaded,
+# never installed) and a busybox + curl initramfs, in $(O)/guest beside the binaries
+# (guest/build.sh says how).  Rebuilt only when its scripts change.
+GUEST	:= $(O)/guest/vmlinux $(O)/guest/initrd.cpio
+guest: $(GUEST)
+$(GUEST) &: guest/build.sh guest/init
+	sh guest/build.sh $(O)/guest
 
 # libFuzzer builds (clang): make fuzz; then e.g. build/fuzz/fuzz_policy_json corpus/
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude
@@ -122,7 +131,7 @@ deps:
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check tests fuzz deps clean
+.PHONY: all check tests fuzz deps clean guest
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -488,8 +488,9 @@ vmm_stop(const struct airlock_config *cfg, const char *name,
 		return -1;
 	if ((dom = vmm_lookup(conn, name, err, errlen)) == NULL)
 		goto out;
-	if (virDomainShutdownFlags(dom, VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN) ==
-	    -1 && !vmm_lverr_is_no_domain()) {
+	/* The hypervisor's default: the ACPI power button for QEMU without a
+	 * guest agent, which the default guest's /init obeys. */
+	if (virDomainShutdown(dom) == -1 && !vmm_lverr_is_no_domain()) {
 		virErrorPtr e = virGetLastError();
 
 		/* Not running any more is what we wanted. */
