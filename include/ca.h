@@ -82,6 +82,20 @@ int	ca_is_constrained(const struct ca *ca);
 int	ca_cert_write_pem(const struct ca *ca, FILE *fp);
 
 /*
+ * The CA's key and certificate as PEM, for airlockd's root state reader to hand to
+ * the unprivileged process (which cannot read the 0600 key file).  *key is
+ * OPENSSL_clear_free()d by the caller, *cert free()d.  Returns 0 or -1.
+ */
+int	ca_export_pem(const struct ca *ca, char **key, size_t *keylen, char **cert,
+	    size_t *certlen);
+/*
+ * The reverse: a CA from PEM bytes (key checked against the certificate; with
+ * constrained, name constraints required).  NULL with err on failure.
+ */
+struct ca *ca_load_pem(const char *key, size_t keylen, const char *cert,
+	    size_t certlen, int constrained, char *err, size_t errlen);
+
+/*
  * 1 if name (normalised first) is a valid DNS name, not a wildcard or an IP
  * literal, and inside the CA's name constraints (always, for the host CA).
  */

@@ -55,12 +55,15 @@
 
 #include "log.h"
 #include "proxy.h"
+#include "proxy_inspect.h"
+#include "vault.h"
 
 #define PROXY_MAP_MAX		4096	/* mapped names per sandbox (LRU beyond) */
 #define PROXY_WORKERS_MAX	64
 #define PROXY_RECORDS_MAX	4096
 #define PROXY_ERRORS_SHOWN	10	/* policy errors per sandbox in a reply */
 #define PROXY_READER_TIMEOUT_MS	10000
+#define PROXY_KEYS_IMAGE_MAX	(256 * 1024 * 1024)
 
 struct proxy_thread {
 	pthread_t	 pt_thread;
@@ -526,6 +529,43 @@ proxy_reader_reply(int fd)
 	return -1;
 }
 
+/*
+ * The key material (proxy_inspect.h): the vault's secrets and the CAs, synced to
+ * the names the recorded policies inspect.  Built from the records this process
+ * reads itself; the reply is uint32 len and the image (len 0: out of memory).
+ */
+static int
+proxy_reader_keys(int fd)
+{
+	struct proxy_state st;
+	struct proxy_keys_src *src = NULL;
+	uint8_t *img = NULL;
+	size_t len = 0, i;
+	char err[512];
+	uint32_t u;
+	int ret;
+
+	if (proxy_state_read_local(&st, err, sizeof(err)) == -1)
+		memset(&st, 0, sizeof(st));	/* no records: vault and host CA only */
+	if (st.st_n > 0 && (src = calloc(st.st_n, sizeof(*src))) == NULL)
+		st.st_n = 0;
+	for (i = 0; i < st.st_n; i++) {
+		src[i].ks_sandbox = st.st_v[i].pr_sb.sb_name;
+		src[i].ks_policy = st.st_v[i].pr_errno == 0 ? st.st_v[i].pr_buf :
+		    NULL;
+		src[i].ks_len = st.st_v[i].pr_len;
+	}
+	if (proxy_keys_build(proxy_cfg.state_dir, src, st.st_n, &img, &len) == -1)
+		len = 0;
+	u = (uint32_t)len;
+	ret = proxy_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_write_full(fd, img, len) == -1 ? -1 : 0;
+	proxy_keys_image_free(img, len);
+	free(src);
+	proxy_state_free(&st);
+	return ret;
+}
+
 static void __attribute__((noreturn))
 proxy_reader_main(int fd)
 {
@@ -544,6 +584,11 @@ proxy_reader_main(int fd)
 			if (errno == EINTR)
 				continue;
 			_exit(1);
+		}
+		if (c == 'K') {
+			if (proxy_reader_keys(fd) == -1)
+				_exit(1);
+			continue;
 		}
 		if (c != 'R') {
 			log_warnx("unexpected request from airlockd");
@@ -679,6 +724,98 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 }
 
 /*
+ * The key material: through the root reader if there is one, else read here.
+ * Installs it as current.  A vault that exists but cannot be used (tampered, wrong
+ * key, loose permissions) is an error: at start airlockd exits, on a reload the
+ * previous key material stays.  No vault is not an error: nothing can be injected,
+ * and a policy that injects does not load.
+ */
+static int
+proxy_keys_reload(char *err, size_t errlen)
+{
+	struct proxy_state st;
+	struct proxy_keys_src *src = NULL;
+	struct proxy_keys *k = NULL;
+	struct timespec ts;
+	long long deadline;
+	uint8_t *img = NULL;
+	size_t len = 0, i;
+	uint32_t u;
+	char c = 'K';
+
+	if (proxy_reader_fd == -1) {
+		if (proxy_state_read_local(&st, err, errlen) == -1)
+			memset(&st, 0, sizeof(st));
+		if (st.st_n > 0 && (src = calloc(st.st_n, sizeof(*src))) == NULL)
+			st.st_n = 0;
+		for (i = 0; i < st.st_n; i++) {
+			src[i].ks_sandbox = st.st_v[i].pr_sb.sb_name;
+			src[i].ks_policy = st.st_v[i].pr_errno == 0 ?
+			    st.st_v[i].pr_buf : NULL;
+			src[i].ks_len = st.st_v[i].pr_len;
+		}
+		if (proxy_keys_build(proxy_cfg.state_dir, src, st.st_n, &img,
+		    &len) == -1)
+			len = 0;
+		free(src);
+		proxy_state_free(&st);
+	} else {
+		if (proxy_reader_fd < 0) {
+			proxy_fmt(err, errlen, "state reader: gone after an earlier "
+			    "error (restart airlockd)");
+			return -1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+		    PROXY_READER_TIMEOUT_MS;
+		if (proxy_write_full(proxy_reader_fd, &c, 1) == -1 ||
+		    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1) {
+			proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+			goto broken;
+		}
+		if (u > PROXY_KEYS_IMAGE_MAX) {
+			proxy_fmt(err, errlen, "state reader: protocol error");
+			goto broken;
+		}
+		len = u;
+		if (len > 0 && (img = malloc(len)) == NULL) {
+			proxy_fmt(err, errlen, "out of memory");
+			goto broken;	/* the image is still in the pipe */
+		}
+		if (len > 0 && proxy_read_full(proxy_reader_fd, img, len,
+		    deadline) == -1) {
+			proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+			goto broken;
+		}
+	}
+	if (len == 0) {
+		proxy_fmt(err, errlen, "key material: out of memory");
+		return -1;
+	}
+	k = proxy_keys_parse(img, len, err, errlen);
+	proxy_keys_image_free(img, len);
+	if (k == NULL)
+		return -1;
+	if (k->pk_vault == -1) {
+		proxy_fmt(err, errlen, "vault: %s", k->pk_vault_error);
+		proxy_keys_put(k);
+		return -1;
+	}
+	for (i = 0; i < k->pk_ncas; i++)
+		if (k->pk_cas[i].pc_ca == NULL)
+			log_warnx("sandbox %s: no interception CA (%s): its inspect "
+			    "rules refuse connections", k->pk_cas[i].pc_sandbox,
+			    k->pk_cas[i].pc_error);
+	proxy_keys_set(k);
+	return 0;
+ broken:
+	proxy_keys_image_free(img, len);
+	close(proxy_reader_fd);
+	proxy_reader_fd = -2;
+	return -1;
+}
+
+/*
  * Applying records to the registry.
  */
 
@@ -766,6 +903,20 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source, int *failed)
 			json_array_append_new(jerrs,
 			    json_string("policy failed to load"));
 		policy_errors_free(&errs);
+	}
+	if (p != NULL) {
+		struct proxy_keys *keys = proxy_keys_get();
+
+		/* A policy injecting a secret the vault does not bind: load error. */
+		if (proxy_keys_check_policy(keys, p, line, sizeof(line)) == -1) {
+			char msg[1100];
+
+			proxy_fmt(msg, sizeof(msg), "%s: %s", sb->sb_policy, line);
+			json_array_append_new(jerrs, json_string(msg));
+			policy_free(p);
+			p = NULL;
+		}
+		proxy_keys_put(keys);
 	}
 	if (json_array_size(jerrs) > 0)
 		proxy_fmt(first, sizeof(first), "%s",
@@ -927,6 +1078,12 @@ proxy_cmd_reload(const char *source)
 	size_t i, j, nnames = 0;
 	int failed, nfailed = 0;
 
+	/* The key material first: the policies are checked against the vault. */
+	if (proxy_keys_reload(err, sizeof(err)) == -1) {
+		if (strcmp(source, "start") == 0)
+			return proxy_reply_error("%s", err);
+		log_warnx("reload: %s (previous key material stays)", err);
+	}
 	if (proxy_state_read(&st, err, sizeof(err)) == -1) {
 		/* At start the caller says it, as the one line before exiting. */
 		if (strcmp(source, "start") != 0)
@@ -975,6 +1132,9 @@ proxy_cmd_sandbox_add(const char *name)
 	size_t i;
 	int failed;
 
+	/* A new sandbox may inspect: its CA is made now. */
+	if (proxy_keys_reload(err, sizeof(err)) == -1)
+		log_warnx("sandbox_add: %s (previous key material stays)", err);
 	if (proxy_state_read(&st, err, sizeof(err)) == -1)
 		return proxy_reply_error("%s", err);
 	for (i = 0; i < st.st_n; i++)
@@ -1409,7 +1569,7 @@ proxy_main(const struct proxy_opts *o)
 	struct proxy_ctl *ctl = NULL;
 	struct passwd *pw = NULL;
 	json_t *reply;
-	char err[1024];
+	char err[1024] = "";
 	int proxy_fd = -1, udp_fd = -1, tcp_fd = -1, ctl_fd = -1, ret = 1;
 	int ctl_made = 0;
 	int is_root = geteuid() == 0;
@@ -1466,6 +1626,11 @@ proxy_main(const struct proxy_opts *o)
 		goto out;
 	}
 
+	/* One leaf key for every minted certificate of this process. */
+	if (proxy_keys_leaf_key() == NULL) {
+		log_warnx("cannot make the leaf key");
+		goto out;
+	}
 	/* Every recorded sandbox; a missing or unreadable state dir stops us here. */
 	reply = proxy_cmd_reload("start");
 	if (!json_is_true(json_object_get(reply, "ok"))) {
@@ -1486,8 +1651,8 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("%s", err);
 		goto out;
 	}
-	if (proxy_harden(err, sizeof(err)) == -1) {
-		log_warnx("%s", err);
+	if (proxy_harden(err, sizeof(err)) == -1 || vault_process_harden() == -1) {
+		log_warnx("%s", err[0] != '\0' ? err : "hardening failed");
 		goto out;
 	}
 
@@ -1536,6 +1701,7 @@ proxy_main(const struct proxy_opts *o)
 	if (base != NULL)
 		event_base_free(base);
 	proxy_reg_clear();
+	proxy_keys_set(NULL);
 	if (proxy_fd != -1)
 		close(proxy_fd);
 	if (udp_fd != -1)

@@ -23,7 +23,18 @@
  *   http_malformed       a malformed or oversized HTTP request head (duplicate Host,
  *                        bare LF, obs-fold, ...)
  *   peek_timeout         a partial ClientHello / request head after 10 s
- *   inspect_unavailable  the rule asks for TLS inspection, which this build lacks
+ *   inspect_unavailable  the rule asks for TLS inspection and the sandbox has no
+ *                        usable interception CA (or no leaf could be minted)
+ *   client_tls_failed    the VM's TLS handshake with the proxy failed (it does not
+ *                        trust the sandbox CA, offers no TLS 1.2+, ...)
+ *   client_tls_timeout   no completed handshake from the VM within 10 s
+ * and, per request in inspect mode (proxy_inspect.c; "request"/"exfil" records):
+ *   host_mismatch, http_malformed, http_head_too_large, trace_refused,
+ *   websocket_not_allowed, placeholder_in_url, placeholder_in_body,
+ *   placeholder_unbound_host, placeholder_encoded, secret_unavailable,
+ *   upstream_cert_invalid, upstream_tls_failed, upstream_http_malformed,
+ *   upstream_compressed, upstream_closed, secret_redacted (exfil, not a denial),
+ *   and policy_reason_str()'s method_not_allowed, path_not_allowed, invalid_path
  *   resolve_failed       the name has no IPv4 address on the host (or the lookup
  *                        failed or timed out)
  *   connect_failed       no TCP connection to the checked address within 10 s
@@ -65,6 +76,7 @@
 #include "proxy.h"
 #include "proxy_conn.h"
 #include "proxy_peek.h"
+#include "proxy_tls.h"
 
 static uint64_t proxy_conn_ids;	/* atomic */
 
@@ -188,6 +200,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		bufferevent_free(c->pc_server);
 	}
+	proxy_inspect_free(c);
 	if (c->pc_timer != NULL)
 		event_free(c->pc_timer);
 	if (c->pc_pause != NULL)
@@ -343,9 +356,12 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	c->pc_limits = p->p_limits;
 	if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
 	    v.pv_tls == POLICY_TLS_INSPECT) {
-		/* XXX issue 5: PC_INSPECT goes here; splicing would skip the rule's
-		 * http checks and injection, so refuse rather than splice. */
-		proxy_conn_deny(c, "inspect_unavailable");
+		/* Never a splice: that would skip the rule's http checks and injection. */
+		if (c->pc_by_addr) {
+			proxy_conn_deny(c, "inspect_unavailable");
+			return;
+		}
+		proxy_inspect_start(c);
 		return;
 	}
 	if (c->pc_by_addr)
@@ -662,6 +678,7 @@ struct proxy_worker *
 proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdns)
 {
 	struct proxy_worker *w;
+	char err[512];
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
@@ -670,10 +687,22 @@ proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdn
 	TAILQ_INIT(&w->pw_conns);
 	if (proxy_conn_host_addrs(w) == -1)
 		log_warn("getifaddrs: the host's own addresses are unknown");
+	/* Inspect mode's contexts: a broken trust store stops the start. */
+	if ((w->pw_tls_in = proxy_tls_server_ctx()) == NULL ||
+	    (w->pw_tls_out = proxy_tls_client_ctx(proxy_config()->upstream_ca_file,
+	    err, sizeof(err))) == NULL) {
+		log_warnx("%s", w->pw_tls_in == NULL ? "TLS: server context failed" :
+		    err);
+		SSL_CTX_free(w->pw_tls_in);
+		free(w);
+		return NULL;
+	}
 	/* The fd stays the core's: several workers may accept on it. */
 	w->pw_listener = evconnlistener_new(base, proxy_conn_accept, w,
 	    LEV_OPT_REUSEABLE, -1, listen_fd);
 	if (w->pw_listener == NULL) {
+		SSL_CTX_free(w->pw_tls_in);
+		SSL_CTX_free(w->pw_tls_out);
 		free(w);
 		return NULL;
 	}
@@ -692,6 +721,8 @@ proxy_worker_free(struct proxy_worker *w)
 		evconnlistener_free(w->pw_listener);
 	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
 		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : "shutdown", 1);
+	SSL_CTX_free(w->pw_tls_in);
+	SSL_CTX_free(w->pw_tls_out);
 	free(w);
 }
 
@@ -709,7 +740,10 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	q.pq_proto = c->pc_proto;
 	if (!policy_decide(p, &q, &v))
 		return "policy_reload";
-	if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
+	if (c->pc_inspect != NULL) {
+		if (proxy_inspect_recheck(c, &v) == -1)
+			return "policy_reload";	/* no longer inspected: may not go on */
+	} else if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
 	    v.pv_tls == POLICY_TLS_INSPECT)
 		return "policy_reload";	/* now inspect: the splice may not go on */
 	/* A cidr destination must still pass the address check with the new rule. */

@@ -5,10 +5,11 @@
  * per-sandbox limits).  Nothing here is used outside proxy_conn*.c.
  *
  * A connection moves through the states below, each owned by one file.  TLS
- * inspection (issue 5) adds a state after PC_DECIDED that terminates TLS instead of
- * dialling for a splice; the peeked bytes stay in the client's input buffer until the
- * state that consumes them (the relay replays them, inspection would hand them to
- * OpenSSL).
+ * inspection (issue 5, proxy_inspect.c) takes over after PC_DECIDED: it terminates
+ * the VM's TLS and dials (PC_RESOLVE, PC_CONNECT, with a TLS bufferevent upstream)
+ * in parallel, then runs the HTTP exchange (PC_INSPECT); the peeked bytes stay in
+ * the client's input buffer until the state that consumes them (the relay replays
+ * them, inspection hands them to OpenSSL).
  */
 #ifndef AIRLOCK_PROXY_CONN_H
 #define AIRLOCK_PROXY_CONN_H
@@ -42,13 +43,16 @@ struct evutil_addrinfo;
 enum proxy_conn_state {
 	PC_PEEK = 0,		/* reading the first bytes (client input buffered) */
 	PC_DECIDED,		/* allowed; the policy said splice */
-	/* issue 5: PC_INSPECT (terminate TLS here) */
 	PC_RESOLVE,		/* evdns_getaddrinfo outstanding */
 	PC_CONNECT,		/* TCP connect to the pinned address outstanding */
 	PC_RELAY,		/* splicing bytes both ways */
+	PC_INSPECT,		/* TLS terminated: HTTP requests (proxy_inspect.c) */
 };
 
 struct proxy_dns_ticket;
+struct proxy_inspect;
+struct policy_verdict;
+struct ssl_ctx_st;
 
 struct proxy_conn {
 	TAILQ_ENTRY(proxy_conn) pc_entry;
@@ -62,6 +66,7 @@ struct proxy_conn {
 	struct event		*pc_timer;	/* peek / connect / idle timer */
 	struct event		*pc_pause;	/* bytes_per_second pause */
 	struct proxy_dns_ticket	*pc_dns;	/* outstanding lookup, or NULL */
+	struct proxy_inspect	*pc_inspect;	/* inspect mode, or NULL */
 
 	struct netaddr		 pc_src;
 	uint16_t		 pc_sport;
@@ -99,6 +104,9 @@ struct proxy_worker {
 	/* the host's own addresses: the floor for upstream dials (refreshed on recheck) */
 	struct netaddr		 pw_host[PROXY_HOST_ADDRS_MAX];
 	size_t			 pw_nhost;
+	/* inspect mode's TLS contexts (proxy_tls.c): towards the VM, the origin */
+	struct ssl_ctx_st	*pw_tls_in;
+	struct ssl_ctx_st	*pw_tls_out;
 };
 
 /* proxy_conn.c */
@@ -143,5 +151,17 @@ int	proxy_limit_conn_take(const char *name, const struct policy_limits *l);
  */
 long	proxy_limit_bytes_take(const char *name, const struct policy_limits *l,
 	    size_t n);
+
+/* proxy_inspect.c */
+/* The rule inspects: terminate the VM's TLS, dial a verified upstream, serve HTTP. */
+void	proxy_inspect_start(struct proxy_conn *c);
+/* The upstream bufferevent of an inspecting c (TLS, connecting), or NULL. */
+struct bufferevent *proxy_inspect_server_bev(struct proxy_conn *c);
+/* The dial's event on that bufferevent (connected = TCP and TLS verified). */
+void	proxy_inspect_server_event(struct proxy_conn *c, short what);
+/* Frees c's inspect state (from proxy_conn_close). */
+void	proxy_inspect_free(struct proxy_conn *c);
+/* After a reload: 0 if the inspecting c may go on under verdict v, else -1. */
+int	proxy_inspect_recheck(struct proxy_conn *c, const struct policy_verdict *v);
 
 #endif

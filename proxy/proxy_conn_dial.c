@@ -99,6 +99,11 @@ proxy_conn_dial_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
+	if (c->pc_inspect != NULL) {
+		/* TLS upstream: connected means verified; failures are told apart. */
+		proxy_inspect_server_event(c, what);
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		event_del(c->pc_timer);
 		proxy_conn_relay_start(c);
@@ -128,8 +133,11 @@ proxy_conn_connect(struct proxy_conn *c)
 	int one = 1;
 
 	c->pc_state = PC_CONNECT;
-	c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (c->pc_inspect != NULL)
+		c->pc_server = proxy_inspect_server_bev(c);
+	else
+		c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (c->pc_server == NULL) {
 		proxy_conn_close(c, "internal_error", 1);
 		return;

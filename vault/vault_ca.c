@@ -556,6 +556,93 @@ ca_cert_write_pem(const struct ca *ca, FILE *fp)
 	return PEM_write_X509(fp, ca->ca_cert) == 1 ? 0 : -1;
 }
 
+int
+ca_export_pem(const struct ca *ca, char **key, size_t *keylen, char **cert,
+    size_t *certlen)
+{
+	BIO *kb = NULL, *cb = NULL;
+	char *p;
+	long n;
+	int ret = -1;
+
+	*key = *cert = NULL;
+	*keylen = *certlen = 0;
+	if ((kb = BIO_new(BIO_s_secmem())) == NULL ||
+	    (cb = BIO_new(BIO_s_mem())) == NULL ||
+	    PEM_write_bio_PrivateKey(kb, ca->ca_key, NULL, NULL, 0, NULL,
+	    NULL) != 1 || PEM_write_bio_X509(cb, ca->ca_cert) != 1)
+		goto out;
+	if ((n = BIO_get_mem_data(kb, &p)) <= 0 ||
+	    (*key = malloc((size_t)n)) == NULL)
+		goto out;
+	memcpy(*key, p, (size_t)n);
+	*keylen = (size_t)n;
+	if ((n = BIO_get_mem_data(cb, &p)) <= 0 ||
+	    (*cert = malloc((size_t)n)) == NULL)
+		goto out;
+	memcpy(*cert, p, (size_t)n);
+	*certlen = (size_t)n;
+	ret = 0;
+ out:
+	BIO_free(kb);	/* secure heap: cleansed on free */
+	BIO_free(cb);
+	if (ret == -1) {
+		if (*key != NULL)
+			OPENSSL_clear_free(*key, *keylen);
+		free(*cert);
+		*key = *cert = NULL;
+		*keylen = *certlen = 0;
+		ERR_clear_error();
+	}
+	return ret;
+}
+
+struct ca *
+ca_load_pem(const char *key, size_t keylen, const char *cert, size_t certlen,
+    int constrained, char *err, size_t errlen)
+{
+	struct ca *ca;
+	BIO *b = NULL;
+	int crit, ok = 0;
+
+	if (keylen > INT_MAX || certlen > INT_MAX ||
+	    (ca = calloc(1, sizeof(*ca))) == NULL) {
+		snprintf(err, errlen, "CA: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	if ((b = BIO_new_mem_buf(key, (int)keylen)) == NULL ||
+	    (ca->ca_key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) == NULL) {
+		ca_ssl_err(err, errlen, "CA key");
+		goto out;
+	}
+	BIO_free(b);
+	if ((b = BIO_new_mem_buf(cert, (int)certlen)) == NULL ||
+	    (ca->ca_cert = PEM_read_bio_X509(b, NULL, NULL, NULL)) == NULL) {
+		ca_ssl_err(err, errlen, "CA certificate");
+		goto out;
+	}
+	if (X509_check_private_key(ca->ca_cert, ca->ca_key) != 1) {
+		snprintf(err, errlen, "CA key and certificate do not match");
+		ERR_clear_error();
+		goto out;
+	}
+	ca->ca_nc = X509_get_ext_d2i(ca->ca_cert, NID_name_constraints, &crit,
+	    NULL);
+	if ((ca->ca_nc == NULL && crit != -1) || (constrained && ca->ca_nc == NULL)) {
+		snprintf(err, errlen, "CA certificate: missing or unreadable "
+		    "nameConstraints");
+		goto out;
+	}
+	ok = 1;
+ out:
+	BIO_free(b);
+	if (!ok) {
+		ca_free(ca);
+		return NULL;
+	}
+	return ca;
+}
+
 /* Adds SAN dNSName=name to x.  0 or -1. */
 static int
 ca_san_add(X509 *x, const char *name)

@@ -10,7 +10,13 @@
  * HTTP: "GET /size/N" answers N bytes of 'x'; any other request answers
  * "origin NAME\n".  One request per connection (Connection: close), except under
  * /ka ("/ka", "/ka/size/N"): keep-alive, for request-rate measurements.
+ * "/echo..." reflects the request: the answer's body is the request head as received
+ * and its Content-Length body; "/echo-chunked" sends it chunked in 7-byte chunks (so
+ * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip.
  * Prints "ready" on stdout once listening.
+ *
+ * With $ORIGIN_RECORD set, every byte a connection receives (after TLS: the HTTP
+ * bytes) is appended to that file, so a test can prove what reached the origin.
  */
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -19,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +37,7 @@
 
 static SSL *ssl;
 static int cfd = -1;
+static int recfd = -1;
 
 /* SIGTERM to the listener ends its connection children too (its own group). */
 static void
@@ -43,9 +51,15 @@ on_term(int sig)
 static int
 io_read(void *buf, size_t len)
 {
+	int n;
+
 	if (ssl != NULL)
-		return SSL_read(ssl, buf, (int)len);
-	return (int)read(cfd, buf, len);
+		n = SSL_read(ssl, buf, (int)len);
+	else
+		n = (int)read(cfd, buf, len);
+	if (n > 0 && recfd != -1 && write(recfd, buf, (size_t)n) != n)
+		perror("origin: record");
+	return n;
 }
 
 static int
@@ -62,6 +76,63 @@ io_write(const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+/* Reflects the request (head, and a Content-Length body) back.  0: close. */
+static int
+serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
+{
+	char hdr[256], *cl, *body = NULL;
+	unsigned long long blen = 0;
+	size_t got, total, off, k;
+	int n, chunked, gzip;
+
+	chunked = strncmp(strchr(req, '/'), "/echo-chunked", 13) == 0;
+	gzip = strncmp(strchr(req, '/'), "/echo-gzip", 10) == 0;
+	req[headlen - 2] = '\0';
+	if ((cl = strcasestr(req, "\r\ncontent-length:")) != NULL)
+		blen = strtoull(cl + 17, NULL, 10);
+	req[headlen - 2] = '\r';
+	if (blen > 1024 * 1024)
+		return 0;
+	total = headlen + (size_t)blen;
+	if ((body = malloc(total + 1)) == NULL)
+		return 0;
+	memcpy(body, req, *have < total ? *have : total);
+	got = *have < total ? *have : total;
+	while (got < total) {
+		if ((n = io_read(body + got, total - got)) <= 0) {
+			free(body);
+			return 0;
+		}
+		got += (size_t)n;
+	}
+	*have = 0;
+	(void)reqlen;
+	if (chunked) {
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+		    "chunked\r\nX-Echo: %.100s\r\nConnection: close\r\n\r\n",
+		    cl != NULL ? "with-body" : "head-only");
+		if (io_write(hdr, strlen(hdr)) == -1)
+			goto out;
+		for (off = 0; off < total; off += k) {
+			k = total - off < 7 ? total - off : 7;
+			snprintf(hdr, sizeof(hdr), "%zx\r\n", k);
+			if (io_write(hdr, strlen(hdr)) == -1 ||
+			    io_write(body + off, k) == -1 || io_write("\r\n", 2) == -1)
+				goto out;
+		}
+		(void)io_write("0\r\n\r\n", 5);
+	} else {
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %zu"
+		    "\r\n%sConnection: close\r\n\r\n", total, gzip ?
+		    "Content-Encoding: gzip\r\n" : "");
+		if (io_write(hdr, strlen(hdr)) == 0)
+			(void)io_write(body, total);
+	}
+ out:
+	free(body);
 	return 0;
 }
 
@@ -87,6 +158,8 @@ serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 		req[*have] = '\0';
 	}
 	used = (size_t)(end + 4 - req);
+	if (strchr(req, '/') != NULL && strncmp(strchr(req, '/'), "/echo", 5) == 0)
+		return serve_echo(req, used, have, reqlen);
 	ka = strncmp(req, "GET /ka", 7) == 0;
 	if (sscanf(req, "GET /size/%llu", &size) == 1 ||
 	    sscanf(req, "GET /ka/size/%llu", &size) == 1)
@@ -155,6 +228,11 @@ main(int argc, char **argv)
 		name = argv[4];
 	if (setpgid(0, 0) == -1)
 		perror("origin: setpgid");
+	if (getenv("ORIGIN_RECORD") != NULL && (recfd = open(getenv("ORIGIN_RECORD"),
+	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) == -1) {
+		perror("origin: ORIGIN_RECORD");
+		return 1;
+	}
 	signal(SIGTERM, on_term);
 	signal(SIGCHLD, SIG_IGN);	/* no zombies */
 	signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,283 @@
+#!/bin/bash
+# tests/integration/inspect_basic.t: TLS inspection end to end through the real
+# enforcement path (tests/lib/proxynet.sh: `airlock net attach`, netctl's rules,
+# airlockd in a host namespace, origins in an "internet" namespace that record every
+# byte they receive).  A canary secret in the vault, bound to api.test and injected
+# by the policy as "Authorization: Bearer {secret}".
+#
+# Covers: the VM trusts the sandbox CA (airlock ca cert) and talks HTTPS through the
+# proxy; the canary arrives at api.test in the injected header, placeholder
+# substitution in a header value and in Basic credentials; an echo of it comes back
+# redacted (Content-Length and chunked, split across 7-byte chunks) with an exfil
+# record; a compressed answer is refused; the canary is in no byte the VM received,
+# no other origin's recording, not in the audit log, airlockd's log, `vault ls`, or
+# any file of the state directory but vault.db; placeholders to an unbound host, in
+# the URL, in the body, encoded, split across writes: blocked with exfil records;
+# method/path denials 403 with sandbox/policy/rule; keep-alive Host switch 421; TRACE;
+# parsing traps; upstream certificates expired, wrong name, self-signed, signed by
+# airlock's own CA: refused before any request byte reaches the origin; a policy
+# injecting a secret the vault does not bind is not loaded.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/proxynet.sh
+pn_require curl openssl perl
+
+CANARY='cAnArY-5e3cr3t-Val-8f1d2c3b4a59'
+PH='AIRLOCK_PH_CANARY_0123456789abcdef'
+OTHER='0ther-s3cret-VALUE-77aa88bb99cc'
+OPH='AIRLOCK_PH_OTHER_fedcba9876543210'
+
+set -e
+pn_setup ins
+pn_vm V 0
+inV() { ip netns exec "$V" "$@"; }
+for a in 3 4 5 6 7; do
+	ip netns exec "$I" ip addr add 11.0.0.$a/24 dev eth0
+done
+pn_hosts "11.0.0.2 api.test" "11.0.0.3 other.test" "11.0.0.4 expired.test" \
+    "11.0.0.5 wrong.test" "11.0.0.6 self.test" "11.0.0.7 airca.test"
+AL() { inH "$AIRLOCK" --config "$T/airlock.json" "$@"; }
+
+# Origins: good certificates for api.test and other.test; the traps.
+origin_cert "$T" api.test api.test
+origin_cert "$T" other.test other.test
+origin_cert "$T" wrongcert not-wrong.test
+(
+	cd "$T"
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout expired.test.key -out expired.csr -subj /CN=expired.test \
+	    >/dev/null 2>&1
+	printf 'subjectAltName=DNS:expired.test\n' >expired.ext
+	openssl x509 -req -in expired.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+	    -days 0 -extfile expired.ext -out expired.test.pem >/dev/null 2>&1
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout self.test.key -out self.test.pem -days 2 -subj /CN=self.test \
+	    -addext subjectAltName=DNS:self.test >/dev/null 2>&1
+)
+# airlock's host CA, and a leaf for airca.test from it.
+cat >"$T/airlock.json" <<EOF
+{ "state_dir": "$T/state" }
+EOF
+"$AIRLOCK" --config "$T/airlock.json" ca init >/dev/null
+mkdir -p "$T/airca"
+"$B/tests/tools/ca_mint" "$T/state" - airca.test "$T/airca" >/dev/null
+# The upstream trust: the test CA and (wrongly) airlock's own CA.
+cat "$T/ca.pem" "$T/state/ca.pem" >"$T/upstream-ca.pem"
+
+start_origin() {	# NAME ADDR CERT KEY
+	ORIGIN_RECORD="$T/rec-$1" origin_start "$I" tls "$2" 443 "$1" "$3" "$4"
+}
+: >"$T/rec-api.test"
+start_origin api.test 11.0.0.2 "$T/api.test.pem" "$T/api.test.key"
+start_origin other.test 11.0.0.3 "$T/other.test.pem" "$T/other.test.key"
+start_origin expired.test 11.0.0.4 "$T/expired.test.pem" "$T/expired.test.key"
+start_origin wrong.test 11.0.0.5 "$T/wrongcert.pem" "$T/wrongcert.key"
+start_origin self.test 11.0.0.6 "$T/self.test.pem" "$T/self.test.key"
+start_origin airca.test 11.0.0.7 "$T/airca/leaf.pem" "$T/airca/leaf.key"
+
+# The vault: the canary for api.test, another secret bound to other.test.
+printf '%s' "$CANARY" | "$AIRLOCK" --config "$T/airlock.json" vault put canary \
+    --host api.test --placeholder "$PH" >/dev/null
+printf '%s' "$OTHER" | "$AIRLOCK" --config "$T/airlock.json" vault put other \
+    --host other.test --placeholder "$OPH" >/dev/null
+
+cat >"$T/policy.json" <<'EOF'
+{ "policy": "inspect-test",
+  "rules": [
+    { "id": "api", "host": "api.test",
+      "http": { "methods": ["GET", "POST", "TRACE"], "paths": ["/echo*", "/ka*", "/"] },
+      "inject": [ { "secret": "canary", "header": "Authorization",
+                    "value": "Bearer {secret}" } ] },
+    { "id": "other", "host": "other.test", "tls": "inspect" },
+    { "id": "expired", "host": "expired.test", "tls": "inspect" },
+    { "id": "wrong", "host": "wrong.test", "tls": "inspect" },
+    { "id": "self", "host": "self.test", "tls": "inspect" },
+    { "id": "airca", "host": "airca.test", "tls": "inspect" }
+  ] }
+EOF
+cat >"$T/bad-policy.json" <<'EOF'
+{ "policy": "binds-wrong",
+  "rules": [
+    { "id": "steal", "host": "other.test",
+      "inject": [ { "secret": "canary", "header": "Authorization" } ] } ] }
+EOF
+set +e
+if ! pn_start "\"upstream_ca_file\": \"$T/upstream-ca.pem\""; then
+	echo "1..0 # SKIP airlockd did not start: $(head -c 300 "$T/airlockd.log")"
+	exit 0
+fi
+pn_attach t1 0 "$T/policy.json" 2>"$T/attach.err"
+ok $? "net attach t1 (an inspecting policy)"
+sed "s/^/# /" "$T/attach.err"
+AL ca cert t1 >"$T/t1-ca.pem" 2>/dev/null
+grep -q "BEGIN CERTIFICATE" "$T/t1-ca.pem"
+ok $? "airlock ca cert t1: the sandbox CA the VM trusts"
+
+vcurl() { inV curl -sS --max-time 8 --cacert "$T/t1-ca.pem" "$@"; }
+audit_has() { grep -q -- "$1" "$T/audit.jsonl"; }
+: >"$T/vm-received"
+keep() { tee -a "$T/vm-received"; }
+
+# --- injection -------------------------------------------------------------------
+out=$(vcurl https://api.test/ | keep)
+[ "$out" = "origin api.test" ]
+ok $? "inspected GET through the sandbox CA reaches api.test ('$out')"
+grep -q "^Authorization: Bearer $CANARY"$'\r'"\$" "$T/rec-api.test"
+ok $? "the canary arrived at api.test in the injected Authorization header"
+sleep 0.3
+audit_has '"event":"request".*"dst":"api.test:443","tls":"inspect","method":"GET","path":"/","status":200,"decision":"allow","rule":"api","inject":\["canary"\]'
+ok $? "request record: method, path, status, rule, inject names"
+
+out=$(vcurl -H "X-Token: $PH" https://api.test/echo | keep)
+echo "$out" | grep -q "^X-Token: $PH"$'\r'"\?\$"
+ok $? "a placeholder in a header is substituted upstream and the echo comes back redacted"
+grep -q "^X-Token: $CANARY" "$T/rec-api.test"
+ok $? "... the origin received the value in X-Token"
+audit_has '"event":"exfil".*"reason":"secret_redacted".*"secret":"canary"'
+ok $? "... the redaction has an exfil record naming the secret"
+
+out=$(vcurl -H "X-Auth: Basic $(printf 'bot:%s' "$PH" | base64 -w0)" \
+    https://api.test/echo-chunked | keep)
+b=$(printf 'bot:%s' "$CANARY" | base64 -w0)
+grep -q "^X-Auth: Basic $b" "$T/rec-api.test"
+ok $? "Basic credentials: placeholder decoded, replaced, re-encoded upstream"
+echo "$out" | grep -q "^Authorization: Bearer $PH"
+ok $? "chunked echo split in 7-byte chunks: the injected value redacted to the placeholder"
+
+vcurl -o /dev/null -w '%{http_code}\n' https://api.test/echo-gzip >"$T/gz" 2>&1
+[ "$(cat "$T/gz")" = 502 ] && audit_has '"reason":"upstream_compressed"'
+ok $? "a compressed answer on a secret-carrying host: refused (502, upstream_compressed)"
+
+# --- exfiltration guard -----------------------------------------------------------
+code=$(vcurl -o "$T/o1" -w '%{http_code}' -H "X-Token: $PH" https://other.test/echo)
+cat "$T/o1" >>"$T/vm-received"
+[ "$code" = 403 ] && audit_has '"event":"exfil".*"dst":"other.test:443".*"reason":"placeholder_unbound_host".*"secret":"canary"'
+ok $? "placeholder to a host the rule does not inject it for: 403 + exfil ($code)"
+code=$(vcurl -o "$T/o2" -w '%{http_code}' "https://api.test/echo?k=$PH")
+cat "$T/o2" >>"$T/vm-received"
+[ "$code" = 403 ] && audit_has '"reason":"placeholder_in_url"'
+ok $? "placeholder in the URL: 403 + exfil ($code)"
+code=$(vcurl -o "$T/o3" -w '%{http_code}' --data "x=$PH" https://api.test/echo)
+cat "$T/o3" >>"$T/vm-received"
+[ "$code" = 403 ] && audit_has '"reason":"placeholder_in_body"'
+ok $? "placeholder in the body: 403 + exfil ($code)"
+enc=$(printf '%s' "$PH" | base64 -w0)
+code=$(vcurl -o /dev/null -w '%{http_code}' -H "X-Data: $enc" https://other.test/)
+[ "$code" = 403 ] && audit_has '"reason":"placeholder_encoded"'
+ok $? "base64-encoded placeholder in a header: 403 ($code)"
+pct=$(printf '%s' "$PH" | perl -pe 's/(.)/sprintf("%%%02X", ord($1))/ge')
+code=$(vcurl -o /dev/null -w '%{http_code}' --data "q=$pct" https://other.test/echo)
+[ "$code" = 403 ]
+ok $? "percent-encoded placeholder in a body: 403 ($code)"
+code=$(vcurl -o /dev/null -w '%{http_code}' -H "X-Token: $OPH" https://other.test/)
+[ "$code" = 403 ]
+ok $? "placeholder of a secret bound to other.test, where no rule injects it: 403 ($code)"
+# Split across two TLS writes: a raw client writes the head in two pieces.
+M=$(inV getent ahostsv4 api.test | awk 'NR == 1 { print $1 }')
+split=$(inV timeout 8 perl -e '
+	use IO::Handle; $| = 1;
+	my ($ph) = @ARGV; my $h = substr($ph, 0, 10); my $t = substr($ph, 10);
+	print STDOUT "";
+	open(my $s, "|-", "openssl s_client -quiet -connect '"$M"':443 -servername other.test -CAfile '"$T/t1-ca.pem"' 2>/dev/null") or die;
+	$s->autoflush(1);
+	print $s "GET / HTTP/1.1\r\nHost: other.test\r\nX-A: $h";
+	sleep 1;
+	print $s "$t\r\nConnection: close\r\n\r\n";
+	sleep 2; close $s;' "$PH" 2>&1)
+sleep 0.3
+[ "$(grep -c '"dst":"other.test:443".*"reason":"placeholder_unbound_host"' "$T/audit.jsonl")" -ge 2 ]
+ok $? "placeholder split across two writes: blocked too"
+
+# --- request checks ---------------------------------------------------------------
+code=$(vcurl -o "$T/o4" -w '%{http_code}' https://api.test/private)
+[ "$code" = 403 ] && grep -q "sandbox t1, policy inspect-test, rule api: path_not_allowed" "$T/o4"
+ok $? "path not allowed: 403 naming sandbox, policy, rule, reason ($code)"
+code=$(vcurl -o "$T/o5" -w '%{http_code}' -X DELETE https://api.test/)
+[ "$code" = 403 ] && grep -q "method_not_allowed" "$T/o5"
+ok $? "method not allowed: 403 ($code)"
+code=$(vcurl -o /dev/null -w '%{http_code}' -X TRACE https://api.test/)
+[ "$code" = 405 ] && audit_has '"reason":"trace_refused"'
+ok $? "TRACE refused before any injection, even where the rule lists it ($code)"
+before=$(grep -c '^TRACE' "$T/rec-api.test")
+[ "$before" = 0 ]
+ok $? "... and the origin never saw it"
+codes=$(vcurl -o /dev/null -o /dev/null -w '%{http_code} ' https://api.test/ka \
+    -H "Host: api.test" --next -o /dev/null -w '%{http_code}' -H "Host: other.test" \
+    --cacert "$T/t1-ca.pem" https://api.test/ka)
+case "$codes" in
+"200 421") ok 0 "keep-alive: a second request with another Host gets 421 ($codes)" ;;
+*) ok 1 "keep-alive: a second request with another Host gets 421 ('$codes')" ;;
+esac
+
+# --- parsing traps (raw requests over TLS) ----------------------------------------
+raw() {	# raw PERL-STRING: the status line airlockd answers
+	inV timeout 6 perl -e '
+	    open(my $s, "|-", "openssl s_client -quiet -connect '"$M"':443 -servername api.test -CAfile '"$T/t1-ca.pem"' >'"$T/raw.out"' 2>/dev/null") or die;
+	    print $s eval $ARGV[0]; sleep 1; close $s;' "$1" >/dev/null 2>&1
+	head -1 "$T/raw.out" | tr -d '\r'
+}
+trap_is() {	# REQUEST STATUS DESC
+	local got
+	got=$(raw "$1")
+	case "$got" in
+	"HTTP/1.1 $2 "*) ok 0 "$3 -> $2" ;;
+	*) ok 1 "$3 -> $2 (got '$got')" ;;
+	esac
+}
+trap_is '"POST /echo HTTP/1.1\r\nHost: api.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"' 400 "CL with TE"
+trap_is '"POST /echo HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: gzip\r\n\r\n"' 501 "TE gzip"
+trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-A: a\r\n b\r\n\r\n"' 400 "obs-fold"
+trap_is '"GET / HTTP/1.1\nHost: api.test\n\n"' 400 "bare LF"
+trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-A: a\0b\r\n\r\n"' 400 "NUL in a field"
+trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nHost: api.test\r\n\r\n"' 400 "duplicate Host"
+trap_is '"GET https://other.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n"' 400 "absolute-form authority differs from Host"
+trap_is '"GET /\r\n\r\n"' 400 "HTTP/0.9"
+trap_is '"POST /echo HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"' 400 "bad chunk size"
+trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-Big: " . ("a" x 40000) . "\r\n\r\n"' 431 "header section over the limit"
+
+# --- upstream verification --------------------------------------------------------
+for h in expired wrong self airca; do
+	code=$(vcurl -o "$T/u-$h" -w '%{http_code}' "https://$h.test/")
+	[ "$code" = 502 ] && grep -q "refused" "$T/u-$h"
+	ok $? "upstream $h.test: refused, 502 to the VM ($code)"
+	[ ! -s "$T/rec-$h.test" ]
+	ok $? "upstream $h.test: not one request byte reached it"
+done
+audit_has '"dst":"airca.test:443".*"reason":"upstream_cert_invalid"'
+ok $? "a certificate from airlock's own CA is refused although the trust file has it"
+
+# --- the policy/vault binding ------------------------------------------------------
+inV true
+pn_vm V2 1
+AL net attach t2 --policy "$T/bad-policy.json" --iface vh1 \
+    --guest-ip "$(pn_guest 1)" >/dev/null 2>&1
+sleep 0.3
+AL stats --json 2>/dev/null | grep -q '"policy_error":"[^"]*canary[^"]*not bind'
+ok $? "a policy injecting canary to other.test (not bound by the vault) does not load"
+
+# --- where the canary must never be -----------------------------------------------
+! grep -q -- "$CANARY" "$T/vm-received"
+ok $? "the canary never reached the VM"
+for f in "$T"/rec-*; do
+	case "$f" in *rec-api.test) continue ;; esac
+	if grep -q -- "$CANARY" "$f"; then
+		echo "# canary in $f"
+		false
+	fi
+done
+ok $? "no other origin's recording holds the canary"
+! grep -q -- "$CANARY" "$T/audit.jsonl"
+ok $? "not in the audit log"
+! grep -q -- "$CANARY" "$T/airlockd.log"
+ok $? "not in airlockd's log"
+! AL vault ls 2>&1 | grep -q -- "$CANARY"
+ok $? "not in vault ls"
+! grep -rl --exclude=vault.db -- "$CANARY" "$T/state" >/dev/null 2>&1
+ok $? "not in any file of the state directory but vault.db"
+b64=$(printf '%s' "$CANARY" | base64 -w0 | cut -c1-20)
+! grep -q -- "$b64" "$T/vm-received"
+ok $? "nor its base64 form in what the VM received"
+
+kill -0 "$DPID" 2>/dev/null
+ok $? "airlockd still running"
+pn_done
