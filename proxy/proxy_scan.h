@@ -26,8 +26,19 @@
  *		also keeping '/', keeping JavaScript's !'()*, everything escaped)
  *		with upper- and lower-case hex, as literal patterns.
  * Not covered (documented limits): other transforms (hex, JSON \u escapes,
- * compression, reversal, base64 broken by line breaks), and a needle split
- * across separate messages.
+ * compression, reversal, base64 broken by line breaks), a needle split across
+ * separate messages, and partial echoes (an origin returning only part of a
+ * secret, e.g. through a Range request).  Where one needle contains another, the
+ * match that ends first wins.  Secret values shorter than SCAN_NEEDLE_MIN cannot
+ * be added (a short value would be redacted all over ordinary text and its
+ * base64 middles would be too short to mean anything): the caller must refuse
+ * to inject such a secret rather than inject it unguarded.
+ *
+ * Typical use: header values - scan_subst_value() where the rule allows it, then
+ * scan_find() over the result (what is left in another encoding is exfiltration);
+ * request bodies and URLs - struct scan_stream / scan_find(); response header
+ * values - one scan_redact_feed() + scan_redact_finish() per value; response bodies -
+ * one redactor per body, scan_redact_finish() at the body's end.
  */
 #ifndef AIRLOCK_PROXY_SCAN_H
 #define AIRLOCK_PROXY_SCAN_H
