@@ -34,6 +34,8 @@
  *   placeholder_unbound_host, placeholder_encoded, secret_unavailable,
  *   upstream_cert_invalid, upstream_tls_failed, upstream_http_malformed,
  *   upstream_compressed, upstream_closed, secret_redacted (exfil, not a denial),
+ *   placeholder_unprotected (a placeholder in the first bytes of raw TCP or of
+ *   plain HTTP relayed to an address: a connection denial with an exfil record),
  *   and policy_reason_str()'s method_not_allowed, path_not_allowed, invalid_path
  *   resolve_failed       the name has no IPv4 address on the host (or the lookup
  *                        failed or timed out)
@@ -362,6 +364,21 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 			return;
 		}
 		proxy_inspect_start(c);
+		return;
+	}
+	/*
+	 * Plain HTTP to a name: every request goes through the inspect engine
+	 * (Host, method and path per request; any placeholder blocks: no secret is
+	 * ever sent without TLS).  What is relayed as it is (raw TCP, HTTP to a cidr
+	 * address) has its first bytes scanned for placeholders; spliced TLS cannot
+	 * be looked into at all (a placeholder inside it is the origin's to see).
+	 */
+	if (c->pc_proto == POLICY_PROTO_HTTP && !c->pc_by_addr) {
+		proxy_inspect_start(c);
+		return;
+	}
+	if (c->pc_proto != POLICY_PROTO_TLS && proxy_inspect_peek_scan(c) == -1) {
+		proxy_conn_deny(c, "placeholder_unprotected");
 		return;
 	}
 	if (c->pc_by_addr)

@@ -159,6 +159,11 @@ void	proxy_inspect_start(struct proxy_conn *c);
 struct bufferevent *proxy_inspect_server_bev(struct proxy_conn *c);
 /* The dial's event on that bufferevent (connected = TCP and TLS verified). */
 void	proxy_inspect_server_event(struct proxy_conn *c, short what);
+/*
+ * A connection that is relayed as it is (raw TCP, plain HTTP to an address): -1 if
+ * its first bytes hold a placeholder (an exfil record is written; deny it), else 0.
+ */
+int	proxy_inspect_peek_scan(struct proxy_conn *c);
 /* Frees c's inspect state (from proxy_conn_close). */
 void	proxy_inspect_free(struct proxy_conn *c);
 /* After a reload: 0 if the inspecting c may go on under verdict v, else -1. */

@@ -1413,6 +1413,23 @@ proxy_inspect_start(struct proxy_conn *c)
 	pi->pi_keys = proxy_keys_get();
 	pi->pi_tc.tc_keys = pi->pi_keys;
 	c->pc_state = PC_INSPECT;
+	if (c->pc_proto == POLICY_PROTO_HTTP && pi->pi_keys != NULL) {
+		/* Plain HTTP: the same request checks, no TLS on either side. */
+		pi->pi_client_up = 1;
+		pi->pi_client_eof = c->pc_client_eof;
+		bufferevent_setcb(c->pc_client, pi_client_read, pi_client_write,
+		    pi_client_event, c);
+		bufferevent_setwatermark(c->pc_client, EV_WRITE, PROXY_RELAY_LOW, 0);
+		bufferevent_setwatermark(c->pc_client, EV_READ, 0, PI_READ_HIGH);
+		bufferevent_enable(c->pc_client, EV_WRITE);
+		if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
+		    evtimer_add(pi->pi_timer, &tv) == -1) {
+			proxy_conn_close(c, "internal_error", 1);
+			return;
+		}
+		proxy_conn_dial(c);
+		return;
+	}
 	if (pi->pi_keys == NULL || w->pw_tls_in == NULL || w->pw_tls_out == NULL ||
 	    (ca = proxy_keys_ca(pi->pi_keys, c->pc_sandbox->ps_rec.sb_name)) ==
 	    NULL || ca->pc_ca == NULL) {
@@ -1469,6 +1486,51 @@ proxy_inspect_start(struct proxy_conn *c)
 	proxy_conn_dial(c);
 }
 
+int
+proxy_inspect_peek_scan(struct proxy_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->pc_client);
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv[2];
+	struct proxy_keys *k;
+	struct scan_match m;
+	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
+	const uint8_t *buf;
+	size_t len = evbuffer_get_length(in);
+	int found = 0;
+
+	if (len == 0 || (k = proxy_keys_get()) == NULL)
+		return 0;
+	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) != NULL &&
+	    k->pk_nsecrets > 0 && scan_find(k->pk_ph_set, buf, len, &m)) {
+		found = 1;
+		r.ar_event = AUDIT_EV_EXFIL;
+		r.ar_sandbox = pi_sandbox(c);
+		r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src,
+		    sizeof(src));
+		if (c->pc_name[0] != '\0')
+			snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
+		else
+			proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
+		r.ar_dst = dst;
+		r.ar_decision = "deny";
+		r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
+		r.ar_reason = "placeholder_unprotected";
+		kv[0] = (struct audit_kv){ .ak_key = "secret",
+		    .ak_str = m.sm_id >= 0 && (size_t)m.sm_id < k->pk_nsecrets ?
+		    k->pk_secrets[m.sm_id].ps_name : "?" };
+		kv[1] = (struct audit_kv){ .ak_key = "proto",
+		    .ak_str = policy_proto_str(c->pc_proto) };
+		r.ar_extra = kv;
+		r.ar_nextra = 2;
+		if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
+			log_warn("audit write (connection %llu)",
+			    (unsigned long long)c->pc_id);
+	}
+	proxy_keys_put(k);
+	return found ? -1 : 0;
+}
+
 struct bufferevent *
 proxy_inspect_server_bev(struct proxy_conn *c)
 {
@@ -1476,6 +1538,9 @@ proxy_inspect_server_bev(struct proxy_conn *c)
 	struct bufferevent *bev;
 	SSL *ssl;
 
+	if (c->pc_proto != POLICY_PROTO_TLS)
+		return bufferevent_socket_new(c->pc_worker->pw_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if ((ssl = proxy_tls_client_new(c->pc_worker->pw_tls_out, c->pc_name,
 	    &pi->pi_tc)) == NULL)
 		return NULL;
@@ -1496,8 +1561,9 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	if (what & BEV_EVENT_CONNECTED) {
 		/* TCP up and the TLS handshake verified (SSL_VERIFY_PEER). */
 		event_del(c->pc_timer);
-		if (SSL_get_verify_result(bufferevent_openssl_get_ssl(c->pc_server)) !=
-		    X509_V_OK || pi->pi_tc.tc_own_ca) {
+		if (c->pc_proto == POLICY_PROTO_TLS && (SSL_get_verify_result(
+		    bufferevent_openssl_get_ssl(c->pc_server)) != X509_V_OK ||
+		    pi->pi_tc.tc_own_ca)) {
 			pi->pi_fail = "upstream_cert_invalid";
 			snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "%s",
 			    proxy_tls_verify_str(&pi->pi_tc));
@@ -1519,8 +1585,10 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	}
 	/* The TCP connect or the handshake failed: which? */
 	event_del(c->pc_timer);
-	e = bufferevent_get_openssl_error(c->pc_server);
-	while (bufferevent_get_openssl_error(c->pc_server) != 0)
+	e = c->pc_proto == POLICY_PROTO_TLS ?
+	    bufferevent_get_openssl_error(c->pc_server) : 0;
+	while (c->pc_proto == POLICY_PROTO_TLS &&
+	    bufferevent_get_openssl_error(c->pc_server) != 0)
 		;
 	if (pi->pi_tc.tc_verify_err != 0 || pi->pi_tc.tc_own_ca) {
 		pi->pi_fail = "upstream_cert_invalid";
@@ -1548,6 +1616,8 @@ int
 proxy_inspect_recheck(struct proxy_conn *c, const struct policy_verdict *v)
 {
 	/* An inspected connection checks every request itself: it may go on while
-	 * the rule still inspects. */
+	 * the rule still inspects (plain HTTP: while a rule still allows it). */
+	if (c->pc_proto != POLICY_PROTO_TLS)
+		return v->pv_rule != NULL ? 0 : -1;
 	return v->pv_rule != NULL && v->pv_tls == POLICY_TLS_INSPECT ? 0 : -1;
 }

@@ -31,11 +31,12 @@ set -e
 pn_setup ins
 pn_vm V 0
 inV() { ip netns exec "$V" "$@"; }
-for a in 3 4 5 6 7; do
+for a in 3 4 5 6 7 8; do
 	ip netns exec "$I" ip addr add 11.0.0.$a/24 dev eth0
 done
 pn_hosts "11.0.0.2 api.test" "11.0.0.3 other.test" "11.0.0.4 expired.test" \
-    "11.0.0.5 wrong.test" "11.0.0.6 self.test" "11.0.0.7 airca.test"
+    "11.0.0.5 wrong.test" "11.0.0.6 self.test" "11.0.0.7 airca.test" \
+    "11.0.0.8 plain.test tcp.test"
 AL() { inH "$AIRLOCK" --config "$T/airlock.json" "$@"; }
 
 # Origins: good certificates for api.test and other.test; the traps.
@@ -74,6 +75,8 @@ start_origin expired.test 11.0.0.4 "$T/expired.test.pem" "$T/expired.test.key"
 start_origin wrong.test 11.0.0.5 "$T/wrongcert.pem" "$T/wrongcert.key"
 start_origin self.test 11.0.0.6 "$T/self.test.pem" "$T/self.test.key"
 start_origin airca.test 11.0.0.7 "$T/airca/leaf.pem" "$T/airca/leaf.key"
+ORIGIN_RECORD="$T/rec-plain.test" origin_start "$I" http 11.0.0.8 80 plain.test
+ORIGIN_RECORD="$T/rec-tcp.test" origin_start "$I" banner 11.0.0.8 22 tcp.test
 
 # The vault: the canary for api.test, another secret bound to other.test.
 printf '%s' "$CANARY" | "$AIRLOCK" --config "$T/airlock.json" vault put canary \
@@ -85,14 +88,17 @@ cat >"$T/policy.json" <<'EOF'
 { "policy": "inspect-test",
   "rules": [
     { "id": "api", "host": "api.test",
-      "http": { "methods": ["GET", "POST", "TRACE"], "paths": ["/echo*", "/ka*", "/"] },
+      "http": { "methods": ["GET", "POST", "TRACE"], "paths": ["/echo*", "/ka", "/ka/**", "/"] },
       "inject": [ { "secret": "canary", "header": "Authorization",
                     "value": "Bearer {secret}" } ] },
     { "id": "other", "host": "other.test", "tls": "inspect" },
     { "id": "expired", "host": "expired.test", "tls": "inspect" },
     { "id": "wrong", "host": "wrong.test", "tls": "inspect" },
     { "id": "self", "host": "self.test", "tls": "inspect" },
-    { "id": "airca", "host": "airca.test", "tls": "inspect" }
+    { "id": "airca", "host": "airca.test", "tls": "inspect" },
+    { "id": "plain", "host": "plain.test", "ports": [80], "protocol": "http",
+      "http": { "methods": ["GET"] } },
+    { "id": "tcp", "host": "tcp.test", "ports": [22], "protocol": "tcp" }
   ] }
 EOF
 cat >"$T/bad-policy.json" <<'EOF'
@@ -246,6 +252,44 @@ done
 audit_has '"dst":"airca.test:443".*"reason":"upstream_cert_invalid"'
 ok $? "a certificate from airlock's own CA is refused although the trust file has it"
 
+# --- keep-alive, plain HTTP, raw TCP --------------------------------------------
+n0=$(wc -l <"$T/api.test-443.log")
+codes=$(vcurl -o /dev/null -w '%{http_code} ' https://api.test/ka --next \
+    --cacert "$T/t1-ca.pem" -o /dev/null -w '%{http_code} ' https://api.test/ka/size/5)
+n1=$(wc -l <"$T/api.test-443.log")
+[ "$codes" = "200 200 " ] && [ $((n1 - n0)) = 1 ]
+ok $? "two requests on one keep-alive connection, one upstream connection ($codes)"
+P=$(inV getent ahostsv4 plain.test | awk 'NR == 1 { print $1 }')
+out=$(inV curl -sS --max-time 5 http://plain.test/ 2>&1)
+[ "$out" = "origin plain.test" ]
+ok $? "plain HTTP through the request engine ('$out')"
+code=$(inV curl -sS --max-time 5 -o /dev/null -w '%{http_code}' -H "X-Token: $PH" \
+    http://plain.test/)
+[ "$code" = 403 ] && ! grep -q -- "$PH" "$T/rec-plain.test" &&
+    audit_has '"event":"exfil".*"dst":"plain.test:80".*"reason":"placeholder_unbound_host"'
+ok $? "a placeholder over plain HTTP: 403 + exfil, the origin never saw it ($code)"
+code=$(inV curl -sS --max-time 5 -o /dev/null -w '%{http_code}' -X POST -d x \
+    http://plain.test/)
+[ "$code" = 403 ]
+ok $? "plain HTTP: the rule's methods are checked per request ($code)"
+out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/\$(getent ahostsv4 tcp.test | awk 'NR==1{print \$1}')/22;
+    echo 'login $PH' >&3; read -r l <&3; echo \"\$l\"" 2>&1)
+[ "$out" != "tcp.test ready" ] && ! grep -q -- "$PH" "$T/rec-tcp.test" &&
+    audit_has '"event":"exfil".*"dst":"tcp.test:22".*"reason":"placeholder_unprotected"'
+ok $? "a placeholder in the first bytes of raw TCP: refused + exfil"
+
+# --- reload: a rotated value is what goes out next --------------------------------
+NEW='n3w-CANARY-value-after-rotation-42'
+printf '%s' "$NEW" | "$AIRLOCK" --config "$T/airlock.json" vault put canary \
+    --host api.test >/dev/null
+kill -HUP "$DPID"
+sleep 0.5
+vcurl -o /dev/null https://api.test/ && grep -q "^Authorization: Bearer $NEW" "$T/rec-api.test"
+ok $? "after vault put + reload, the new value is injected"
+out=$(vcurl -H "X-Token: $PH" https://api.test/echo | keep)
+echo "$out" | grep -q "^X-Token: $PH" && ! echo "$out" | grep -q -- "$NEW"
+ok $? "... and redacted from echoes"
+
 # --- the policy/vault binding ------------------------------------------------------
 inV true
 pn_vm V2 1
@@ -256,7 +300,7 @@ AL stats --json 2>/dev/null | grep -q '"policy_error":"[^"]*canary[^"]*not bind'
 ok $? "a policy injecting canary to other.test (not bound by the vault) does not load"
 
 # --- where the canary must never be -----------------------------------------------
-! grep -q -- "$CANARY" "$T/vm-received"
+! grep -q -- "$CANARY" "$T/vm-received" && ! grep -q -- "$NEW" "$T/vm-received"
 ok $? "the canary never reached the VM"
 for f in "$T"/rec-*; do
 	case "$f" in *rec-api.test) continue ;; esac
@@ -280,4 +324,10 @@ ok $? "nor its base64 form in what the VM received"
 
 kill -0 "$DPID" 2>/dev/null
 ok $? "airlockd still running"
+kill "$DPID" 2>/dev/null
+wait "$DPID" 2>/dev/null
+DPID=""
+! grep -q "Sanitizer" "$T/airlockd.log"
+ok $? "no sanitizer report in airlockd's log (SAN builds)"
+grep -A12 "Sanitizer" "$T/airlockd.log" | head -40 | sed 's/^/# /'
 pn_done
