@@ -34,7 +34,7 @@ inV() { ip netns exec "$V" "$@"; }
 for a in 3 4 5 6 7 8; do
 	ip netns exec "$I" ip addr add 11.0.0.$a/24 dev eth0
 done
-pn_hosts "11.0.0.2 api.test" "11.0.0.3 other.test" "11.0.0.4 expired.test" \
+pn_hosts "11.0.0.2 api.test splice.test" "11.0.0.3 other.test" "11.0.0.4 expired.test" \
     "11.0.0.5 wrong.test" "11.0.0.6 self.test" "11.0.0.7 airca.test" \
     "11.0.0.8 plain.test tcp.test"
 AL() { inH "$AIRLOCK" --config "$T/airlock.json" "$@"; }
@@ -98,7 +98,8 @@ cat >"$T/policy.json" <<'EOF'
     { "id": "airca", "host": "airca.test", "tls": "inspect" },
     { "id": "plain", "host": "plain.test", "ports": [80], "protocol": "http",
       "http": { "methods": ["GET"] } },
-    { "id": "tcp", "host": "tcp.test", "ports": [22], "protocol": "tcp" }
+    { "id": "tcp", "host": "tcp.test", "ports": [22], "protocol": "tcp" },
+    { "id": "splice", "host": "splice.test" }
   ] }
 EOF
 cat >"$T/bad-policy.json" <<'EOF'
@@ -321,6 +322,31 @@ ok $? "not in any file of the state directory but vault.db"
 b64=$(printf '%s' "$CANARY" | base64 -w0 | cut -c1-20)
 ! grep -q -- "$b64" "$T/vm-received"
 ok $? "nor its base64 form in what the VM received"
+
+# Request rate, on request (AIRLOCK_PERF=1, needs wrk): keep-alive HTTPS requests
+# (1 thread, 3 connections, 3 s) from the VM through inspect (one injected header,
+# redaction on) and through a splice to the same origin, and from the host
+# namespace straight to it; airlockd's CPU time per request.  No assertion.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+wrk_rps() { sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p'; }
+wrk_n() { sed -n 's/^ *\([0-9]*\) requests in.*/\1/p'; }
+if [ -n "${AIRLOCK_PERF:-}" ] && command -v wrk >/dev/null; then
+	for i in 1 2; do
+		for m in inspect splice direct; do
+			c0=$(cpu_ticks)
+			case $m in
+			inspect) inV wrk -t1 -c3 -d3s https://api.test/ka ;;
+			splice) inV wrk -t1 -c3 -d3s https://splice.test/ka ;;
+			direct) inH wrk -t1 -c3 -d3s https://api.test/ka ;;
+			esac >"$T/wrk" 2>&1
+			c1=$(cpu_ticks)
+			r=$(wrk_rps <"$T/wrk") nn=$(wrk_n <"$T/wrk")
+			echo "# run $i $m: ${r:-?} req/s," \
+			    "$(((c1 - c0) * 10000000 / $(getconf CLK_TCK) / ${nn:-1} / 10))" \
+			    "us airlockd CPU per request ($nn requests)"
+		done
+	done
+fi
 
 kill -0 "$DPID" 2>/dev/null
 ok $? "airlockd still running"
