@@ -1,0 +1,203 @@
+/*
+ * tests/unit/proxy_keys.c: airlockd's key material (proxy/proxy_keys.c) without a
+ * daemon: the image the root reader builds from a state directory (vault, host CA,
+ * sandbox CAs synced to the inspected names), parsed back; the policy/vault binding
+ * check (exact, wildcard coverage, refusals); airlock's own CAs recognised; a
+ * malformed or truncated image refused; an unusable vault reported.
+ */
+#include <sys/stat.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../proxy/proxy_inspect.h"
+#include "../tap.h"
+#include "ca.h"
+#include "policy.h"
+#include "vault.h"
+
+#define VALUE	"unit-CANARY-value-0123456789"
+
+static char err[512];
+
+static void
+put(struct vault *v, const char *name, const char *host, const char *value)
+{
+	const char *hosts[1] = { host };
+	struct secret s = { (uint8_t *)(uintptr_t)value, strlen(value) };
+
+	if (vault_secret_put(v, name, hosts, 1, NULL, &s, err, sizeof(err)) != VAULT_OK)
+		bail("put %s: %s", name, err);
+}
+
+static struct policy *
+pol(const char *json)
+{
+	struct policy *p;
+
+	if ((p = policy_load_buf(json, strlen(json), "t.json", NULL)) == NULL)
+		bail("policy does not load: %s", json);
+	return p;
+}
+
+static int
+check(const struct proxy_keys *k, const char *json)
+{
+	struct policy *p = pol(json);
+	int rv;
+
+	err[0] = '\0';
+	rv = proxy_keys_check_policy(k, p, err, sizeof(err));
+	policy_free(p);
+	return rv;
+}
+
+static struct proxy_keys *
+load(const char *dir, const struct proxy_keys_src *src, size_t n)
+{
+	struct proxy_keys *k;
+	uint8_t *img;
+	size_t len;
+
+	if (proxy_keys_build(dir, src, n, &img, &len) == -1)
+		bail("build");
+	k = proxy_keys_parse(img, len, err, sizeof(err));
+	proxy_keys_image_free(img, len);
+	return k;
+}
+
+int
+main(void)
+{
+	const char *dir = tap_tmpdir();
+	static const char inspect[] = "{\"policy\":\"p\",\"rules\":["
+	    "{\"id\":\"a\",\"host\":\"api.example.com\",\"tls\":\"inspect\"},"
+	    "{\"id\":\"b\",\"host\":\"*.files.example.com\",\"tls\":\"inspect\"},"
+	    "{\"id\":\"c\",\"host\":\"splice.example.com\"}]}";
+	struct proxy_keys_src src[2] = {
+		{ "sb1", inspect, sizeof(inspect) - 1 },
+		{ "sb2", "{\"policy\":\"q\",\"rules\":[]}", 25 },
+	};
+	struct proxy_keys *k;
+	const struct proxy_secret *s;
+	struct proxy_sbca *ca;
+	struct vault *v;
+	struct ca *host;
+	uint8_t *img;
+	size_t len, cut;
+	char path[1200];
+	int rv;
+
+	plan_lazy();
+
+	/* No vault, no CA yet: an image that says so; injecting policies refused. */
+	k = load(dir, src, 2);
+	ok(k != NULL && k->pk_vault == 0, "no vault: image parses, vault absent");
+	ok(k != NULL && k->pk_nanchors == 1 && proxy_keys_ca(k, "sb2") == NULL,
+	    "sandbox CA made for the inspecting policy only");
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"api.example.com\",\"inject\":[{\"secret\":\"tok\",\"header\":"
+	    "\"Authorization\"}]}]}");
+	ok(rv == -1 && strstr(err, "no usable vault") != NULL,
+	    "inject without a vault: refused (%s)", err);
+	proxy_keys_put(k);
+
+	/* A vault and the host CA. */
+	if (vault_open(dir, VAULT_OPEN_WRITE | VAULT_OPEN_CREATE, &v, err,
+	    sizeof(err)) != VAULT_OK)
+		bail("vault: %s", err);
+	put(v, "tok", "api.example.com", VALUE);
+	put(v, "wild", "*.example.com", "wild-value-abcdefgh");
+	put(v, "short", "api.example.com", "abc");
+	if (vault_commit(v, err, sizeof(err)) != VAULT_OK)
+		bail("commit: %s", err);
+	vault_close(v);
+	if (ca_init(dir, 0, err, sizeof(err)) != CA_OK)
+		bail("ca init: %s", err);
+
+	k = load(dir, src, 2);
+	ok(k != NULL && k->pk_vault == 1 && k->pk_nsecrets == 3,
+	    "vault loaded: 3 secrets");
+	s = proxy_keys_secret(k, "tok");
+	ok(s != NULL && s->ps_vlen == strlen(VALUE) &&
+	    memcmp(s->ps_value, VALUE, s->ps_vlen) == 0, "value decrypted");
+	ok(s != NULL && proxy_secret_allows_host(s, "api.example.com") &&
+	    !proxy_secret_allows_host(s, "x.api.example.com"),
+	    "binding: exact host only");
+	ca = proxy_keys_ca(k, "sb1");
+	ok(ca != NULL && ca->pc_ca != NULL && ca_is_constrained(ca->pc_ca),
+	    "sandbox CA: loaded, name-constrained");
+	ok(k->pk_nanchors == 2, "anchors: host CA and sandbox CA");
+	ok(ca != NULL && ca->pc_ca != NULL &&
+	    proxy_keys_is_anchor(k, ca_cert(ca->pc_ca)), "sandbox CA is an anchor");
+	host = ca_load(dir, NULL, NULL, err, sizeof(err));
+	ok(host != NULL && proxy_keys_is_anchor(k, ca_cert(host)),
+	    "host CA is an anchor");
+	ca_free(host);
+
+	/* The binding check. */
+	ok(check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"api.example.com\",\"inject\":[{\"secret\":\"tok\",\"header\":"
+	    "\"Authorization\"}]}]}") == 0, "exact host bound: accepted");
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"evil.example.net\",\"inject\":[{\"secret\":\"tok\",\"header\":"
+	    "\"Authorization\"}]}]}");
+	ok(rv == -1 && strstr(err, "does not bind") != NULL,
+	    "another host: refused (%s)", err);
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"*.example.com\",\"inject\":[{\"secret\":\"tok\",\"header\":"
+	    "\"Authorization\"}]}]}");
+	ok(rv == -1, "wildcard rule, exact binding: refused");
+	ok(check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"*.api.example.com\",\"inject\":[{\"secret\":\"wild\",\"header\":"
+	    "\"Authorization\"}]}]}") == 0,
+	    "wildcard rule below a wildcard binding: accepted");
+	ok(check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"*.example.com\",\"inject\":[{\"secret\":\"wild\",\"header\":"
+	    "\"Authorization\"}]}]}") == 0, "the same wildcard: accepted");
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"*.com.example.net\",\"inject\":[{\"secret\":\"wild\",\"header\":"
+	    "\"Authorization\"}]}]}");
+	ok(rv == -1, "a wildcard the binding does not cover: refused");
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"api.example.com\",\"inject\":[{\"secret\":\"nope\",\"header\":"
+	    "\"Authorization\"}]}]}");
+	ok(rv == -1 && strstr(err, "not in the vault") != NULL,
+	    "unknown secret: refused (%s)", err);
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
+	    "\"api.example.com\",\"inject\":[{\"secret\":\"short\",\"header\":"
+	    "\"Authorization\"}]}]}");
+	ok(rv == -1 && strstr(err, "too short") != NULL,
+	    "a value too short to redact: refused (%s)", err);
+	ok(check(k, inspect) == 0, "no inject: nothing to check");
+	proxy_keys_put(k);
+
+	/* Malformed images. */
+	if (proxy_keys_build(dir, src, 2, &img, &len) == -1)
+		bail("build");
+	for (cut = 0; cut < len; cut += len / 37 + 1) {
+		k = proxy_keys_parse(img, cut, err, sizeof(err));
+		if (k != NULL)
+			break;
+	}
+	ok(cut >= len, "every truncated image refused");
+	img[len / 2] ^= 0x55;	/* garbage in the middle: refused or still sane */
+	k = proxy_keys_parse(img, len, err, sizeof(err));
+	proxy_keys_put(k);
+	ok(1, "a corrupted image does not crash the parser");
+	img[0] = 'X';
+	ok(proxy_keys_parse(img, len, err, sizeof(err)) == NULL, "bad magic refused");
+	proxy_keys_image_free(img, len);
+
+	/* An unusable vault (loose key mode) is reported as such, not as absent. */
+	snprintf(path, sizeof(path), "%s/vault.key", dir);
+	chmod(path, 0644);
+	k = load(dir, src, 2);
+	ok(k != NULL && k->pk_vault == -1 && k->pk_vault_error[0] != '\0',
+	    "loose vault.key: vault unusable (%s)", k != NULL ? k->pk_vault_error : "");
+	ok(k != NULL && k->pk_nsecrets == 0, "... and no secret handed over");
+	proxy_keys_put(k);
+	chmod(path, 0600);
+	return 0;
+}
