@@ -104,6 +104,10 @@ vm_start(const struct cli_ctx *ctx, int argc, char **argv)
 		fprintf(stderr, "airlock: vm start %s: %s\n", name, err);
 		return 1;
 	}
+	if (st.vd_ca_reissued)
+		fprintf(stderr, "airlock: sandbox %s: the names its policy inspects "
+		    "changed: made a new CA; run `airlock reload` so that "
+		    "airlockd signs with it\n", name);
 	printf("vm %s: domain %s (%s), CA %s, %u placeholder%s, console %s\n",
 	    name, st.vd_domain, st.vd_type, st.vd_ca, st.vd_nenv,
 	    st.vd_nenv == 1 ? "" : "s", st.vd_console);

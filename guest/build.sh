@@ -6,7 +6,8 @@
 #				entry note, so QEMU boots it directly and skips the
 #				LZ4 decompression of the bzImage (faster under TCG)
 #	OUTDIR/initrd.cpio	busybox-static, curl with its shared libraries, the
-#				virtio-net modules, guest/init as /init (raw newc
+#				virtio-net modules, the host's public CA roots,
+#				guest/init as /init (raw newc
 #				cpio: unpacks fastest; needs >= 112 MiB of guest RAM)
 #	OUTDIR/VERSION		kernel release, for `airlock vm` and humans
 # The per-VM parts (addresses, CA certificate, placeholders, agent) are not here:
@@ -101,6 +102,14 @@ EOT
 echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
 echo 'root:x:0:' >"$r/etc/group"
 echo '127.0.0.1 localhost' >"$r/etc/hosts"
+# The public roots of the host's ca-certificates: a spliced connection shows the
+# origin's own certificate, which the guest verifies as any machine would.  /init
+# puts the sandbox's CA (inspected names) in front of them in the bundle.
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+	cp /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/public-roots.crt"
+else
+	: >"$r/etc/ssl/certs/public-roots.crt"
+fi
 : >"$r/etc/ssl/certs/ca-certificates.crt"
 echo "$release" >"$r/etc/airlock/kernel"
 

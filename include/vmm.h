@@ -56,6 +56,9 @@ struct vmm_started {
 	char		vd_console[PATH_MAX];
 	char		vd_ca[16];		/* "sandbox" | "host" | "none" */
 	unsigned int	vd_nenv;		/* placeholders passed */
+	int		vd_ca_reissued;		/* the sandbox CA was (re)made now:
+						   its policy's inspected names
+						   changed since it was made */
 };
 
 /* One VM of `vm ls`. */

@@ -422,6 +422,7 @@ vmm_start(const struct airlock_config *cfg, const struct vmm_start_opts *o,
 		    console);
 		snprintf(out->vd_ca, sizeof(out->vd_ca), "%s", g.g_ca_kind);
 		out->vd_nenv = g.g_nenv;
+		out->vd_ca_reissued = g.g_ca_reissued;
 	}
 	rv = 0;
  out:

@@ -66,6 +66,7 @@ int	vmm_shell_quote(const char *s, char *buf, size_t len);
 struct vmm_guest {
 	char		*g_ca_pem;	/* the CA bundle (may be "") */
 	const char	*g_ca_kind;	/* "sandbox" | "host" | "none" */
+	int		 g_ca_reissued;	/* ca_sandbox_sync() made a new one */
 	char		*g_env;		/* "export NAME='placeholder'\n"... */
 	unsigned int	 g_nenv;
 	char		*g_agent;	/* the agent script, or NULL */

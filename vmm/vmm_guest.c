@@ -145,6 +145,7 @@ vmm_guest_ca(const struct airlock_config *cfg, const struct sandbox *sb,
 			snprintf(err, errlen, "sandbox CA: %s", cerr);
 			goto out;
 		}
+		g->g_ca_reissued = reissued;
 		ca = ca_load(cfg->state_dir, sb->sb_name, NULL, cerr,
 		    sizeof(cerr));
 		g->g_ca_kind = "sandbox";
@@ -342,10 +343,6 @@ vmm_guest_overlay(const struct sandbox *sb, const struct vmm_guest *g,
 	    strlen(g->g_ca_pem));
 	vmm_cpio_file(c, "etc/resolv.conf", 0644, dns, strlen(dns));
 	vmm_cpio_file(c, "etc/hostname", 0644, hn, strlen(hn));
-	vmm_cpio_dir(c, "etc/ssl", 0755);
-	vmm_cpio_dir(c, "etc/ssl/certs", 0755);
-	vmm_cpio_file(c, "etc/ssl/certs/ca-certificates.crt", 0644,
-	    g->g_ca_pem, strlen(g->g_ca_pem));
 	if (g->g_agent != NULL)
 		vmm_cpio_file(c, "etc/airlock/agent", 0755, g->g_agent,
 		    g->g_agent_len);

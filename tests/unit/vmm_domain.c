@@ -382,9 +382,9 @@ test_guest(const char *dir)
 	ok(cpio_find(c.c_p, c.c_n, "etc/resolv.conf", &mode, &d, &len, &tr) &&
 	    len == 22 && memcmp(d, "nameserver 10.233.0.1\n", 22) == 0,
 	    "overlay: DNS = host end");
-	ok(cpio_find(c.c_p, c.c_n, "etc/ssl/certs/ca-certificates.crt", &mode,
-	    &d, &len, &tr) && len == strlen(g.g_ca_pem) &&
-	    memcmp(d, g.g_ca_pem, len) == 0, "overlay: the CA bundle");
+	ok(cpio_find(c.c_p, c.c_n, "etc/airlock/ca.pem", &mode, &d, &len,
+	    &tr) && len == strlen(g.g_ca_pem) &&
+	    memcmp(d, g.g_ca_pem, len) == 0, "overlay: the CA certificate");
 	ok(cpio_find(c.c_p, c.c_n, "etc/airlock/agent", &mode, &d, &len, &tr) &&
 	    mode == (S_IFREG | 0755) && len == 16, "overlay: the agent, 0755");
 	ok(cpio_find(c.c_p, c.c_n, "etc/airlock/env", &mode, &d, &len, &tr) &&

@@ -295,7 +295,8 @@ echo "BYADDR rc=\$? \$out"
 ping -c 1 -W 2 11.0.0.2 >/dev/null 2>&1
 echo "PING rc=\$?"
 echo "TOKEN=\$GITHUB_TOKEN"
-echo "CASUM \$(md5sum </etc/ssl/certs/ca-certificates.crt | cut -d' ' -f1)"
+echo "CASUM \$(md5sum </etc/airlock/ca.pem | cut -d' ' -f1)"
+echo "BUNDLEHEAD \$(head -n \$(grep -c . /etc/airlock/ca.pem) /etc/ssl/certs/ca-certificates.crt | md5sum | cut -d' ' -f1)"
 echo "AGENT DONE"
 EOF
 before=$(accepts origin.test)
@@ -316,7 +317,9 @@ ok $? "the guest has the placeholder as \$GITHUB_TOKEN"
 ok $? "the secret's value is nowhere in the VM's files or console"
 want=$(al ca cert vc 2>/dev/null | md5sum | cut -d' ' -f1)
 grep -qx "CASUM $want" "$T/console-c"
-ok $? "the guest trusts exactly the sandbox CA (airlock ca cert vc)"
+ok $? "the guest got the sandbox CA (airlock ca cert vc)"
+grep -qx "BUNDLEHEAD $want" "$T/console-c"
+ok $? "... first in its CA bundle (then the public roots)"
 al vm stop vc --timeout 20 >"$T/stop.out" 2>&1
 ok $? "vm stop vc"
 grep -q "powered off" "$T/stop.out" && console_has vc "power button, shutting down"
