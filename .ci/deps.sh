@@ -7,7 +7,8 @@ libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
 libpsl-dev publicsuffix
 clang libclang-rt-14-dev
 iproute2 nftables curl openssl bind9-dnsutils wrk
-qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4"
+qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4
+ca-certificates"
 # (vmm: libvirtd + QEMU without libvirt-daemon-system, whose service scripts,
 # polkit and firewall dependencies are not needed: the VM tests start a private
 # libvirtd; busybox-static, cpio, lz4 build the default guest image.)
