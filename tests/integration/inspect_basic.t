@@ -253,6 +253,18 @@ done
 audit_has '"dst":"airca.test:443".*"reason":"upstream_cert_invalid"'
 ok $? "a certificate from airlock's own CA is refused although the trust file has it"
 
+# --- bodies larger than the buffers ---------------------------------------------
+nb=$(vcurl https://other.test/size/3000000 | wc -c)
+[ "$nb" = 3000000 ]
+ok $? "3 MB download through inspect, Content-Length kept ($nb bytes)"
+nb=$(vcurl https://api.test/ka/size/3000000 | wc -c)
+[ "$nb" = 3000000 ]
+ok $? "3 MB download on the redacting host, re-framed chunked ($nb bytes)"
+head -c 700000 /dev/zero | tr '\0' 'u' >"$T/up.bin"
+nb=$(vcurl --data-binary @"$T/up.bin" https://other.test/echo | wc -c)
+[ "$nb" -gt 700000 ]
+ok $? "700 kB upload echoed back through inspect ($nb bytes)"
+
 # --- keep-alive, plain HTTP, raw TCP --------------------------------------------
 n0=$(wc -l <"$T/api.test-443.log")
 codes=$(vcurl -o /dev/null -w '%{http_code} ' https://api.test/ka --next \
