@@ -32,6 +32,7 @@
 
 #define VMM_DOMAIN_PREFIX	"airlock-"
 #define VMM_MEMORY_DEFAULT	192	/* MiB; the raw initramfs needs >= 112 */
+#define VMM_MEMORY_DISK_DEFAULT	512	/* MiB, with --disk */
 #define VMM_MEMORY_MIN		128
 #define VMM_MEMORY_MAX		65536
 #define VMM_VCPUS_DEFAULT	1
@@ -45,7 +46,8 @@ struct vmm_start_opts {
 					   else a folder with vmlinux + initrd.cpio */
 	const char	*vs_disk;	/* a qcow2 disk image instead (cloud-init) */
 	const char	*vs_agent;	/* agent script file, or NULL */
-	unsigned int	 vs_memory;	/* MiB; 0: VMM_MEMORY_DEFAULT */
+	unsigned int	 vs_memory;	/* MiB; 0: VMM_MEMORY_DEFAULT, or
+					   VMM_MEMORY_DISK_DEFAULT with a disk */
 	unsigned int	 vs_vcpus;	/* 0: VMM_VCPUS_DEFAULT */
 };
 

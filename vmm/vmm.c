@@ -301,7 +301,9 @@ vmm_start(const struct airlock_config *cfg, const struct vmm_start_opts *o,
 		snprintf(err, errlen, "--image and --disk exclude each other");
 		goto out;
 	}
-	ds.ds_memory = o->vs_memory ? o->vs_memory : VMM_MEMORY_DEFAULT;
+	/* A distribution's cloud image with cloud-init wants more than ours. */
+	ds.ds_memory = o->vs_memory ? o->vs_memory : o->vs_disk != NULL ?
+	    VMM_MEMORY_DISK_DEFAULT : VMM_MEMORY_DEFAULT;
 	ds.ds_vcpus = o->vs_vcpus ? o->vs_vcpus : VMM_VCPUS_DEFAULT;
 	if (ds.ds_memory < VMM_MEMORY_MIN || ds.ds_memory > VMM_MEMORY_MAX ||
 	    ds.ds_vcpus > VMM_VCPUS_MAX) {

@@ -532,6 +532,26 @@ test_lifecycle(const char *dir)
 	ok(vmm_sandbox_purge(&cfg, "never", err, sizeof(err)) == 0,
 	    "purge of a sandbox that never had a VM");
 
+	/* A disk image: the seed is written, more memory by default. */
+	snprintf(p, sizeof(p), "%s/disk.qcow2", dir);
+	write_file(p, "qcow2 stand-in");
+	o.vs_disk = p;
+	ok(vmm_start(&cfg, &o, &st, err, sizeof(err)) == 0, "start with --disk"
+	    " (%s)", err);
+	n = vmm_list(&cfg, &vms, err, sizeof(err));
+	ok(n == 1 && vms[0].vm_memory == VMM_MEMORY_DISK_DEFAULT,
+	    "disk VM: %u MiB by default", VMM_MEMORY_DISK_DEFAULT);
+	free(vms);
+	{
+		char seedp[1200];
+
+		snprintf(seedp, sizeof(seedp), "%s/vm/lc/seed.iso", state);
+		ok(stat(seedp, &sst) == 0 && sst.st_size >= 22 * 2048,
+		    "disk VM: seed.iso written");
+	}
+	ok(vmm_destroy(&cfg, "lc", err, sizeof(err)) == 0, "destroy disk VM");
+	o.vs_disk = NULL;
+
 	/* Refusals. */
 	o.vs_name = "nosuch";
 	ok(vmm_start(&cfg, &o, &st, err, sizeof(err)) == -1 &&
