@@ -223,7 +223,8 @@ vmm_domain_type(virConnectPtr conn, const struct airlock_config *cfg)
 	if (access(kernel, R_OK) == -1 || access(initrd, R_OK) == -1)
 		return "qemu";	/* cannot probe: do not cache */
 	memset(&ds, 0, sizeof(ds));
-	ds.ds_name = VMM_DOMAIN_PREFIX "kvm-probe";
+	/* Not a valid sandbox name: cannot clash with one, vm ls skips it. */
+	ds.ds_name = VMM_DOMAIN_PREFIX "-kvm-probe";
 	ds.ds_type = "kvm";
 	ds.ds_memory = VMM_MEMORY_MIN;
 	ds.ds_vcpus = 1;
