@@ -54,9 +54,13 @@ vmm_connect(const struct airlock_config *cfg, char *err, size_t errlen)
 	virConnectPtr conn;
 
 	virSetErrorFunc(NULL, vmm_libvirt_quiet);
-	if ((conn = virConnectOpen(cfg->libvirt_uri)) == NULL)
+	if ((conn = virConnectOpen(cfg->libvirt_uri)) == NULL) {
 		snprintf(err, errlen, "libvirt %s: %s", cfg->libvirt_uri,
 		    vmm_lverr());
+		/* Never ENOENT ("no such VM"), whatever libvirt left in errno:
+		 * purge must not take an unreachable libvirt for "no VM". */
+		errno = EHOSTUNREACH;
+	}
 	return conn;
 }
 

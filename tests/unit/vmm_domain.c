@@ -583,6 +583,14 @@ test_lifecycle(const char *dir)
 	o.vs_name = "lc";
 	ok(vmm_start(&cfg, &o, &st, err, sizeof(err)) == -1 &&
 	    contains(err, "libvirt"), "refused: libvirt unreachable, said so");
+	snprintf(p, sizeof(p), "%s/vm/lc", state);
+	ok(stat(p, &sst) == 0, "lc has a VM folder");
+	errno = 0;
+	ok(vmm_destroy(&cfg, "lc", err, sizeof(err)) == -1 && errno != ENOENT,
+	    "destroy with libvirt unreachable: an error, not \"no VM\"");
+	ok(vmm_sandbox_purge(&cfg, "lc", err, sizeof(err)) == -1 &&
+	    stat(p, &sst) == 0, "purge with libvirt unreachable: refused, "
+	    "folder kept");
 	virConnectClose(keep);
 }
 

@@ -328,6 +328,16 @@ ok $? "vm stop: the guest powered off by itself (ACPI)"
 ok $? "... and its QEMU is gone"
 al vm console vc | grep -q "AGENT DONE"
 ok $? "vm console prints the log of a stopped VM"
+s0=$(date +%s)
+al vm console vc --wait "NEVER PRINTED" --timeout 30 >/dev/null 2>&1
+[ $? = 1 ] && [ $(($(date +%s) - s0)) -lt 10 ]
+ok $? "vm console --wait on a stopped VM: exit 1 at once, not at the timeout"
+al vm start vc >/dev/null 2>&1
+ok $? "vm start vc again (no agent)"
+al vm stop vc --timeout 0 >"$T/stop.out" 2>&1
+ok $? "vm stop --timeout 0"
+grep -q "destroyed" "$T/stop.out" && [ "$(qemu_count vc)" = 0 ]
+ok $? "... forced: destroyed, QEMU gone"
 al sandbox destroy vc
 ok $? "sandbox destroy vc"
 
