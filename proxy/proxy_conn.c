@@ -34,6 +34,7 @@
  *   placeholder_unbound_host, placeholder_encoded, secret_unavailable,
  *   upstream_cert_invalid, upstream_tls_failed, upstream_http_malformed,
  *   upstream_compressed, upstream_closed, secret_redacted (exfil, not a denial),
+ *   rate_limited (429: limits.requests_per_second),
  *   placeholder_unprotected (a placeholder in the first bytes of raw TCP or of
  *   plain HTTP relayed to an address: a connection denial with an exfil record),
  *   and policy_reason_str()'s method_not_allowed, path_not_allowed, invalid_path

@@ -145,6 +145,8 @@ void	proxy_conn_relay_update(struct proxy_conn *c);
  * -1: over the rate.
  */
 int	proxy_limit_conn_take(const char *name, const struct policy_limits *l);
+/* One request of sandbox name under limit l (requests_per_second).  0 or -1. */
+int	proxy_limit_request_take(const char *name, const struct policy_limits *l);
 /*
  * Charges n bytes to sandbox name; returns 0, or the milliseconds reads should pause
  * for the bucket to refill.

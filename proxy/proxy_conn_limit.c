@@ -9,6 +9,8 @@
  * Bytes: limits.bytes_per_second over both directions, burst of one second's
  * worth; a read that overdraws the bucket pauses the connection's reads until the
  * debt is repaid (proxy_conn_relay.c).
+ * Requests: limits.requests_per_second, per HTTP request in inspect mode and for
+ * plain HTTP (proxy_inspect.c answers 429 when the bucket is empty).
  *
  * The table is keyed by sandbox name and bounded: sandbox names are few (the state
  * directory's records), and PROXY_LIMIT_MAX entries cap it even so; when full, the
@@ -30,6 +32,7 @@ struct proxy_limit {
 	char		pl_name[SANDBOX_NAME_MAX + 1];
 	double		pl_conn_tokens;
 	double		pl_byte_tokens;
+	double		pl_req_tokens;
 	double		pl_last;	/* seconds, CLOCK_MONOTONIC */
 	double		pl_used;	/* for LRU reuse */
 };
@@ -60,7 +63,7 @@ static struct proxy_limit *
 proxy_limit_get(const char *name, const struct policy_limits *l, double now)
 {
 	struct proxy_limit *e = NULL;
-	double dt, crate, brate;
+	double dt, crate, brate, rrate;
 	size_t i;
 
 	for (i = 0; i < proxy_nlimits; i++)
@@ -70,6 +73,7 @@ proxy_limit_get(const char *name, const struct policy_limits *l, double now)
 		}
 	crate = (double)proxy_limit_conn_rate(l);
 	brate = (double)l->pl_bytes_per_second;
+	rrate = (double)l->pl_requests_per_second;
 	if (e == NULL) {
 		if (proxy_nlimits < PROXY_LIMIT_MAX)
 			e = &proxy_limits[proxy_nlimits++];
@@ -83,6 +87,7 @@ proxy_limit_get(const char *name, const struct policy_limits *l, double now)
 		strncpy(e->pl_name, name, sizeof(e->pl_name) - 1);
 		e->pl_conn_tokens = crate;
 		e->pl_byte_tokens = brate;
+		e->pl_req_tokens = rrate;
 		e->pl_last = now;
 	}
 	dt = now - e->pl_last;
@@ -93,6 +98,9 @@ proxy_limit_get(const char *name, const struct policy_limits *l, double now)
 		e->pl_byte_tokens += dt * brate;
 		if (e->pl_byte_tokens > brate)
 			e->pl_byte_tokens = brate;
+		e->pl_req_tokens += dt * rrate;
+		if (e->pl_req_tokens > rrate)
+			e->pl_req_tokens = rrate;
 		e->pl_last = now;
 	}
 	e->pl_used = now;
@@ -111,6 +119,24 @@ proxy_limit_conn_take(const char *name, const struct policy_limits *l)
 	e = proxy_limit_get(name, l, proxy_limit_now());
 	if (e->pl_conn_tokens >= 1.0)
 		e->pl_conn_tokens -= 1.0;
+	else
+		rc = -1;
+	pthread_mutex_unlock(&proxy_limit_mtx);
+	return rc;
+}
+
+int
+proxy_limit_request_take(const char *name, const struct policy_limits *l)
+{
+	struct proxy_limit *e;
+	int rc = 0;
+
+	if (l->pl_requests_per_second == 0)
+		return 0;
+	pthread_mutex_lock(&proxy_limit_mtx);
+	e = proxy_limit_get(name, l, proxy_limit_now());
+	if (e->pl_req_tokens >= 1.0)
+		e->pl_req_tokens -= 1.0;
 	else
 		rc = -1;
 	pthread_mutex_unlock(&proxy_limit_mtx);

@@ -622,6 +622,12 @@ pi_request_start(struct proxy_conn *c)
 		pi_refuse(c, 421, "Misdirected Request", "host_mismatch", what);
 		goto out;
 	}
+	if (proxy_limit_request_take(pi_sandbox(c),
+	    &pi->pi_pp->pp_policy->p_limits) == -1) {
+		pi_refuse(c, 429, "Too Many Requests", "rate_limited",
+		    "the sandbox's requests_per_second limit is spent");
+		goto out;
+	}
 	if (rq->hq_meth == HTTP_M_TRACE) {
 		pi_refuse(c, 405, "Method Not Allowed", "trace_refused",
 		    "TRACE is never forwarded");

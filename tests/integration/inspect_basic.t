@@ -303,6 +303,21 @@ out=$(vcurl -H "X-Token: $PH" https://api.test/echo | keep)
 echo "$out" | grep -q "^X-Token: $PH" && ! echo "$out" | grep -q -- "$NEW"
 ok $? "... and redacted from echoes"
 
+# --- limits.requests_per_second, per request ---------------------------------------
+pn_vm V3 2
+cat >"$T/limited.json" <<'EOF'
+{ "policy": "limited", "rules": [ { "id": "other", "host": "other.test", "tls": "inspect" } ],
+  "limits": { "requests_per_second": 1, "connections_per_second": 10 } }
+EOF
+AL net attach t3 --policy "$T/limited.json" --iface vh2 --guest-ip "$(pn_guest 2)" \
+    >/dev/null 2>&1
+AL ca cert t3 >"$T/t3-ca.pem" 2>/dev/null
+codes=$(ip netns exec "$V3" curl -sS --max-time 8 --cacert "$T/t3-ca.pem" \
+    -o /dev/null -w '%{http_code} ' https://other.test/ka --next --cacert \
+    "$T/t3-ca.pem" -o /dev/null -w '%{http_code} ' https://other.test/ka 2>/dev/null)
+[ "$codes" = "200 429 " ] && audit_has '"sandbox":"t3","event":"request".*"status":429.*"reason":"rate_limited"'
+ok $? "requests_per_second 1: the second request at once gets 429 ($codes)"
+
 # --- the policy/vault binding ------------------------------------------------------
 inV true
 pn_vm V2 1
