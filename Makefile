@@ -125,13 +125,22 @@ $(O)/fuzz/%: tests/fuzz/%.c $(foreach p,$(FUZZ_PARTS),$(call part_srcs,$(p)))
 	clang $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< \
 	    $(foreach p,$(FUZZ_PARTS),$(call part_srcs,$(p))) $(PKG_LIBS)
 
+# make bench [QUICK=1]: airlock side by side with nginx, HAProxy, Squid and mitmproxy
+# in network namespaces (root; installs those peers itself).  bench/README.md.
+bench: deps
+	$(MAKE) $(BINS) $(O)/bench/idleconn
+	AIRLOCK_BUILD=$(CURDIR)/$(O) QUICK=$(QUICK) bash bench/run.sh
+
+$(O)/bench/idleconn: $(O)/bench/idleconn.o
+	$(CC) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
+
 deps:
 	@sh .ci/deps.sh
 
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check tests fuzz deps clean guest
+.PHONY: all check tests fuzz deps clean guest bench
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
