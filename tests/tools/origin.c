@@ -13,6 +13,7 @@
  * "/echo..." reflects the request: the answer's body is the request head as received
  * and its Content-Length body; "/echo-chunked" sends it chunked in 7-byte chunks (so
  * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip.
+ * "GET /ws" answers 101 (websocket) and then echoes raw bytes, like banner.
  * Prints "ready" on stdout once listening.
  *
  * With $ORIGIN_RECORD set, every byte a connection receives (after TLS: the HTTP
@@ -160,6 +161,19 @@ serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 	used = (size_t)(end + 4 - req);
 	if (strchr(req, '/') != NULL && strncmp(strchr(req, '/'), "/echo", 5) == 0)
 		return serve_echo(req, used, have, reqlen);
+	if (strncmp(req, "GET /ws ", 8) == 0) {
+		static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\n"
+		    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+		    "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+
+		if (io_write(sw, sizeof(sw) - 1) == -1 ||
+		    (*have > used && io_write(req + used, *have - used) == -1))
+			return 0;
+		while ((n = io_read(chunk, sizeof(chunk))) > 0)
+			if (io_write(chunk, (size_t)n) == -1)
+				break;
+		return 0;
+	}
 	ka = strncmp(req, "GET /ka", 7) == 0;
 	if (sscanf(req, "GET /size/%llu", &size) == 1 ||
 	    sscanf(req, "GET /ka/size/%llu", &size) == 1)
