@@ -145,8 +145,8 @@ clean:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
 
-# The README's first command: what airlock does today, in network namespaces of its own.
+# The README's first command: an agent VM held by airlock, in network namespaces of its own.
 demo: deps
-	$(MAKE) all $(O)/tests/tools/origin $(O)/tests/tools/netprobe
+	$(MAKE) all guest $(O)/tests/tools/origin
 	AIRLOCK_BUILD=$(CURDIR)/$(O) demo/demo.sh
 .PHONY: demo
