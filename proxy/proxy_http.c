@@ -965,6 +965,9 @@ http_fields_emit(const uint8_t *buf, const struct http_field *f, size_t n,
 			    http_ieq2(name, (const uint8_t *)rw->rw_set[j].hx_name,
 			    nl))
 				drop = 1;
+		for (j = 0; !drop && j < rw->rw_ndrop; j++)
+			if (http_ieq(name, nl, rw->rw_drop[j]))
+				drop = 1;
 		if (drop)
 			continue;
 		if (rw->rw_value_fn != NULL) {

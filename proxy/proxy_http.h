@@ -232,7 +232,7 @@ struct http_hdr_set {
  *	   Trailer, Upgrade (unless rw_upgrade), Proxy-Authorization,
  *	   Proxy-Authenticate) and every field named by a Connection token, plus
  *	   Content-Length and Transfer-Encoding (framing is regenerated in step 4);
- *	2. drop every field named in rw_set (all client instances);
+ *	2. drop every field named in rw_set or rw_drop (all client instances);
  *	3. pass each remaining field's value through rw_value_fn, if set;
  *	4. append rw_set's fields, then the framing (rw_framing/rw_length), then our own
  *	   Connection ("keep-alive", "close", or "upgrade" with the Upgrade value).
@@ -250,6 +250,8 @@ struct http_rewrite {
 	int		 rw_upgrade;	/* keep Upgrade (websocket), send
 					   Connection: upgrade */
 	const char	*rw_host;	/* request: Host to add if none was sent */
+	const char *const *rw_drop;	/* more names to remove (lower case) */
+	size_t		 rw_ndrop;
 	/*
 	 * Called for each kept field: append the new value to out and return 1, or
 	 * return 0 to keep the value as is, or -1 to fail the rewrite (the function's

@@ -446,6 +446,13 @@ pi_subst_value(void *arg, const uint8_t *name, size_t namelen,
 	int ids[PI_IDS_MAX], n;
 	size_t before = out->hb_len, i;
 
+	/* A field name is never substituted: a placeholder there is blocked. */
+	if (scan_find(pi->pi_keys->pk_ph_set, name, namelen, &m)) {
+		ps->ps_blocked = m.sm_id;
+		ps->ps_why = "placeholder_unbound_host";
+		errno = EPERM;
+		return -1;
+	}
 	for (i = 0; i < PI_IDS_MAX; i++)
 		ids[i] = -1;
 	if ((n = scan_subst_value(pi->pi_keys->pk_ph_set, value, valuelen, out, ids,
@@ -559,6 +566,9 @@ pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
 	return 0;
 }
 
+/* Request fields never sent upstream on a rule that redacts (lower case). */
+static const char *const pi_range_fields[] = { "range", "if-range" };
+
 /*
  * A complete request head is in pi_head: check it, decide, rewrite and send it
  * upstream.  Returns 0 if the request goes on, -1 if it was refused (the
@@ -658,6 +668,12 @@ pi_request_start(struct proxy_conn *c)
 		pi_deny(c, "policy_reload", what);
 		goto out;
 	}
+	/*
+	 * XXX On a rule that injects a secret, frames after the 101 are neither
+	 * scanned nor redacted: an upstream that echoes the handshake's headers
+	 * in a frame (a websocket echo service) hands the VM the injected value.
+	 * The rule's websocket flag is the operator's consent to that today.
+	 */
 	if (rq->hq_websocket) {
 		if (v.pv_rule == NULL || !v.pv_rule->pr_websocket) {
 			pi_deny(c, "websocket_not_allowed", what);
@@ -665,9 +681,13 @@ pi_request_start(struct proxy_conn *c)
 		}
 		pi->pi_websocket = 1;
 	}
-	/* A placeholder in the request target (path or query) is never sent. */
-	if (scan_find(pi->pi_keys->pk_ph_set, h + rq->hq_target.off,
-	    rq->hq_target.len, &m)) {
+	/*
+	 * A placeholder in the request line (the target, path or query, and the
+	 * method, which a rule without "methods" lets through as any token) is
+	 * never sent.
+	 */
+	if (scan_find(pi->pi_keys->pk_ph_set, h + rq->hq_method.off,
+	    rq->hq_target.off + rq->hq_target.len - rq->hq_method.off, &m)) {
 		pi_audit_exfil(c, "placeholder_in_url", m.sm_id, "url", 0);
 		pi_deny(c, "placeholder_in_url", what);
 		goto out;
@@ -696,6 +716,15 @@ pi_request_start(struct proxy_conn *c)
 	rw.rw_close = 0;
 	rw.rw_upgrade = pi->pi_websocket;
 	rw.rw_host = c->pc_name;
+	if (pi->pi_redact) {
+		/*
+		 * No partial responses where secrets are redacted: a Range request
+		 * would let the VM read an echoed secret a few bytes at a time,
+		 * each slice too short to be recognised (proxy_scan.h, limits).
+		 */
+		rw.rw_drop = pi_range_fields;
+		rw.rw_ndrop = sizeof(pi_range_fields) / sizeof(pi_range_fields[0]);
+	}
 	rw.rw_value_fn = pi_subst_value;
 	rw.rw_value_arg = &ps;
 	if (http_request_rewrite(h, rq, &rw, &head) == -1) {
@@ -1002,12 +1031,16 @@ pi_response_head(struct proxy_conn *c)
 	evbuffer_drain(in, hl);
 	pi->pi_rfind = 0;
 	pi->pi_status = rs->hs_status;
-	/* A body we must scan cannot be compressed (see the top of this file). */
-	if (pi->pi_redact && rs->hs_framing != HTTP_BODY_NONE &&
+	/*
+	 * A body we must scan cannot be compressed (see the top of this file).
+	 * Every Content-Encoding field counts: "identity" then "gzip" is gzip.
+	 */
+	for (i = -1; pi->pi_redact && rs->hs_framing != HTTP_BODY_NONE &&
 	    (i = http_field_find(pi->pi_rhead, rs->hs_fields, rs->hs_nfields,
-	    "Content-Encoding", 0)) != -1 &&
-	    !(rs->hs_fields[i].hf_value.len == 8 && strncasecmp((const char *)
-	    pi->pi_rhead + rs->hs_fields[i].hf_value.off, "identity", 8) == 0)) {
+	    "Content-Encoding", (size_t)(i + 1))) != -1; ) {
+		if (rs->hs_fields[i].hf_value.len == 8 && strncasecmp((const char *)
+		    pi->pi_rhead + rs->hs_fields[i].hf_value.off, "identity", 8) == 0)
+			continue;
 		pi_bad_gateway(c, "upstream_compressed", "the upstream compressed "
 		    "a response that must be scanned for secrets");
 		return -1;

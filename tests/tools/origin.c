@@ -12,7 +12,8 @@
  * /ka ("/ka", "/ka/size/N"): keep-alive, for request-rate measurements.
  * "/echo..." reflects the request: the answer's body is the request head as received
  * and its Content-Length body; "/echo-chunked" sends it chunked in 7-byte chunks (so
- * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip.
+ * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip,
+ * "/echo-ce2" with two fields, "identity" then "gzip".
  * "GET /ws" answers 101 (websocket) and then echoes raw bytes, like banner.
  * Prints "ready" on stdout once listening.
  *
@@ -90,7 +91,8 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 	int n, chunked, gzip;
 
 	chunked = strncmp(strchr(req, '/'), "/echo-chunked", 13) == 0;
-	gzip = strncmp(strchr(req, '/'), "/echo-gzip", 10) == 0;
+	gzip = strncmp(strchr(req, '/'), "/echo-gzip", 10) == 0 ? 1 :
+	    strncmp(strchr(req, '/'), "/echo-ce2", 9) == 0 ? 2 : 0;
 	req[headlen - 2] = '\0';
 	if ((cl = strcasestr(req, "\r\ncontent-length:")) != NULL)
 		blen = strtoull(cl + 17, NULL, 10);
@@ -127,8 +129,9 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 		(void)io_write("0\r\n\r\n", 5);
 	} else {
 		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %zu"
-		    "\r\n%sConnection: close\r\n\r\n", total, gzip ?
-		    "Content-Encoding: gzip\r\n" : "");
+		    "\r\n%sConnection: close\r\n\r\n", total, gzip == 1 ?
+		    "Content-Encoding: gzip\r\n" : gzip == 2 ? "Content-Encoding: "
+		    "identity\r\nContent-Encoding: gzip\r\n" : "");
 		if (io_write(hdr, strlen(hdr)) == 0)
 			(void)io_write(body, total);
 	}

@@ -233,6 +233,33 @@ test_response(void)
 	http_buf_free(&out);
 }
 
+/* rw_drop: every client instance of the named fields goes, nothing is added. */
+static void
+test_drop(void)
+{
+	static const char *const drop[] = { "range", "if-range" };
+	struct http_rewrite rw = { .rw_drop = drop, .rw_ndrop = 2 };
+	struct http_buf out = HTTP_BUF_INIT;
+	struct http_request rq;
+	const char *o;
+
+	if (rewrite_req("GET /echo HTTP/1.1\r\nHost: a.example\r\n"
+	    "Range: bytes=0-3\r\nRANGE: bytes=4-7\r\nIf-Range: \"x\"\r\n"
+	    "X-Ranged: 1\r\n\r\n", &rw, &out, &rq) == -1)
+		bail("rewrite: %s", strerror(errno));
+	o = (const char *)out.hb_p;
+	is_int(0, count(o, "bytes="), "every Range instance dropped, any case");
+	is_int(0, count(o, "If-Range"), "If-Range dropped");
+	is_int(1, count(o, "\r\nX-Ranged: 1\r\n"), "a longer name is kept");
+	rw.rw_ndrop = 0;
+	if (rewrite_req("GET / HTTP/1.1\r\nHost: a.example\r\nRange: bytes=0-3\r\n"
+	    "\r\n", &rw, &out, &rq) == -1)
+		bail("rewrite");
+	is_int(1, count((const char *)out.hb_p, "Range: bytes=0-3"),
+	    "without rw_drop, Range goes through");
+	http_buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -240,5 +267,6 @@ main(void)
 	test_injection();
 	test_value_fn();
 	test_response();
+	test_drop();
 	return tap_failures() != 0;
 }
