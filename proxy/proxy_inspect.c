@@ -48,10 +48,18 @@
  * decompression-bomb surface for little gain).  An "exfil" record names the secret
  * whose value was redacted.  One "request" record per request.
  *
- * Not covered here: WebSocket frames after the 101 are relayed raw, unscanned (the
+ * Plain HTTP (a "protocol": "http" rule to a name) runs through the same request
+ * engine without TLS on either side: Host, method and path per request, and any
+ * placeholder blocks (pi_secret_allowed() is never true without TLS, and nothing
+ * is injected or redacted there).  limits.requests_per_second is charged per
+ * request (429).
+ *
+ * Not covered here: WebSocket frames after the 101 are relayed raw (pi_websocket),
+ * unscanned (the
  * rule's websocket flag is the operator's consent); upstream connections are not
  * pooled across VM connections nor resumed (one upstream connection per VM
- * connection, kept alive while the VM keeps its own).
+ * connection, kept alive while the VM keeps its own); limits.bytes_per_second is
+ * not applied to inspected connections (the splice relay applies it).
  */
 #include <sys/time.h>
 
@@ -1091,14 +1099,15 @@ pi_response_head(struct proxy_conn *c)
 		return 1;
 	}
 	if (rs->hs_switching) {
-		/* 101: from here the bytes are the application's, relayed raw. */
+		/*
+		 * 101: from here the bytes are the application's, relayed raw by
+		 * pi_websocket() (the splice relay works on the sockets, which carry
+		 * TLS here).
+		 */
 		pi_audit_request(c, NULL, rs->hs_status);
 		pi_request_reset(pi);
 		pi->pi_rq = PI_WEBSOCKET;
-		if (pi->pi_timer != NULL)
-			event_del(pi->pi_timer);
-		proxy_conn_relay_start(c);
-		return -1;
+		return 1;
 	}
 	if (pi->pi_out_framing == HTTP_BODY_NONE || (rs->hs_framing ==
 	    HTTP_BODY_LENGTH && rs->hs_length == 0)) {
@@ -1201,6 +1210,45 @@ pi_response_body(struct proxy_conn *c)
 	return -1;
 }
 
+/* After a 101: bytes both ways as they are, until either side ends. */
+static void
+pi_websocket(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	struct evbuffer *cin = bufferevent_get_input(c->pc_client);
+	struct evbuffer *sin = bufferevent_get_input(c->pc_server);
+	struct evbuffer *cout = bufferevent_get_output(c->pc_client);
+	struct evbuffer *sout = bufferevent_get_output(c->pc_server);
+	size_t n;
+
+	if ((n = evbuffer_get_length(cin)) > 0 && evbuffer_get_length(sout) <
+	    PROXY_RELAY_HIGH) {
+		pi_count(c, 1, n);
+		evbuffer_add_buffer(sout, cin);
+	}
+	if ((n = evbuffer_get_length(sin)) > 0 && evbuffer_get_length(cout) <
+	    PROXY_RELAY_HIGH) {
+		pi_count(c, 0, n);
+		evbuffer_add_buffer(cout, sin);
+	}
+	if (pi->pi_server_eof && evbuffer_get_length(sin) == 0) {
+		pi_closing(c);		/* what the VM still has to get, then close */
+		return;
+	}
+	if (pi->pi_client_eof && evbuffer_get_length(cin) == 0) {
+		proxy_conn_close(c, NULL, 0);
+		return;
+	}
+	if (evbuffer_get_length(cout) < PROXY_RELAY_HIGH)
+		bufferevent_enable(c->pc_server, EV_READ);
+	else
+		bufferevent_disable(c->pc_server, EV_READ);
+	if (evbuffer_get_length(sout) < PROXY_RELAY_HIGH)
+		bufferevent_enable(c->pc_client, EV_READ);
+	else
+		bufferevent_disable(c->pc_client, EV_READ);
+}
+
 /*
  * The driver: makes what progress the buffered bytes allow.
  */
@@ -1242,8 +1290,10 @@ pi_run(struct proxy_conn *c)
 				return;
 			}
 			break;
-		case PI_CLOSING:
 		case PI_WEBSOCKET:
+			pi_websocket(c);
+			return;
+		case PI_CLOSING:
 			return;
 		case PI_REQ_DONE:
 			break;

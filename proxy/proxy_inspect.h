@@ -15,8 +15,8 @@
  * immutable, reference-counted struct proxy_keys that connections hold while they
  * use it; a reload swaps the current one.
  *
- * Secret values are decrypted once per load and kept (in OPENSSL_secure memory when
- * the secure heap is available, else plain heap; wiped on release): the redaction of
+ * Secret values are decrypted once per load and kept on the heap (wiped with
+ * OPENSSL_clear_free on release, as is every buffer of the image): the redaction of
  * responses must know every value at all times, and decrypting per request would
  * keep the vault key in memory instead, which is no better.  The process is not
  * dumpable and has no core limit (vault_process_harden()).

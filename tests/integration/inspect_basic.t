@@ -257,11 +257,11 @@ ok $? "a certificate from airlock's own CA is refused although the trust file ha
 
 # --- WebSocket: only where the rule allows it, relayed after the 101 -------------
 ws() {	# HOST ADDR PATH: the upgrade, then one line each way
-	inV timeout 6 perl -e '
+	inV timeout 9 perl -e '
 	    open(my $s, "|-", "openssl s_client -quiet -connect $ARGV[1]:443 -servername $ARGV[0] -CAfile '"$T/t1-ca.pem"' >'"$T/ws.out"' 2>/dev/null") or die;
 	    select($s); $| = 1;
 	    print $s "GET $ARGV[2] HTTP/1.1\r\nHost: $ARGV[0]\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
-	    sleep 1; print $s "frame-bytes-42\n"; sleep 1; close $s;' "$1" "$2" "$3" >/dev/null 2>&1
+	    sleep 2; print $s "frame-bytes-42\n"; sleep 2; close $s;' "$1" "$2" "$3" >/dev/null 2>&1
 	tr -d '\r' <"$T/ws.out"
 }
 out=$(ws other.test "$MO" /ws)
