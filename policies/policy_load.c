@@ -1140,6 +1140,15 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 		else
 			r->pr_tls = POLICY_TLS_INSPECT;	/* implied */
 	}
+	/*
+	 * Frames after a websocket upgrade are relayed unscanned, so a secret the
+	 * origin echoes in a frame would reach the VM unredacted: a rule may inject
+	 * or allow websocket, not both (until frames are scanned).
+	 */
+	if (inject != NULL && r->pr_websocket)
+		pl_err_key(c, "inject", "a rule that injects secrets cannot allow "
+		    "\"websocket\": frames after the upgrade are not scanned, so "
+		    "an echoed secret would reach the VM unredacted");
 	if (has_cidr && !has_host) {
 		if (http != NULL)
 			pl_err_key(c, "http", "a cidr rule cannot inspect HTTP: "

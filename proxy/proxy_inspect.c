@@ -677,10 +677,10 @@ pi_request_start(struct proxy_conn *c)
 		goto out;
 	}
 	/*
-	 * XXX On a rule that injects a secret, frames after the 101 are neither
-	 * scanned nor redacted: an upstream that echoes the handshake's headers
-	 * in a frame (a websocket echo service) hands the VM the injected value.
-	 * The rule's websocket flag is the operator's consent to that today.
+	 * Frames after the 101 are neither scanned nor redacted, so the policy
+	 * loader refuses a rule that both injects a secret and allows websocket
+	 * (an upstream echoing the handshake's headers in a frame would hand the VM
+	 * the injected value).
 	 */
 	if (rq->hq_websocket) {
 		if (v.pv_rule == NULL || !v.pv_rule->pr_websocket) {

@@ -444,6 +444,9 @@ test_combinations(void)
 	    "never into plain HTTP");
 	bad(R("{'id':'a','host':'x.example','protocol':'http','tls':'inspect'}"),
 	    "$.rules[0].tls", "does not apply");
+	bad(R("{'id':'a','host':'x.example','http':{'websocket':true},"
+	    "'inject':[{'secret':'k','header':'X-Key'}]}"), "$.rules[0].inject",
+	    "cannot allow \"websocket\"");
 	bad(R("{'id':'a','cidr':'10.0.0.0/8','http':{}}"), "$.rules[0].http",
 	    "no host name");
 	bad(R("{'id':'a','cidr':'10.0.0.0/8','inject':[{'secret':'k',"
