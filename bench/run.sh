@@ -18,6 +18,9 @@
 # process started here is killed by PID at exit (trap), the namespaces and the
 # /etc/netns entries are deleted.
 #
+# Scenarios (BENCH_SCENARIOS): ka (keep-alive, 100 bytes), new (a new TLS connection
+# per request), big (1 MiB downloads), each at BENCH_CONNS connections; and, not in
+# the default set, lat (one keep-alive connection: added latency without queueing).
 # Environment: QUICK=1 (a ~2-minute subset), BENCH_SECONDS (per run), BENCH_REPEATS,
 # BENCH_IDLE (idle connections), BENCH_ONLY (space-separated configurations),
 # BENCH_OUT (results folder, default bench/results), BENCH_PERF and BENCH_HOLD
@@ -490,11 +493,15 @@ proxy_pids() {	# proxy_pids KEY: the proxy's processes (the one started + descen
 	local p=${PROXYPID[$1]:-}
 	[ -n "$p" ] && echo "$p" $(descendants "$p")
 }
-cpu_ticks() {	# cpu_ticks KEY: utime+stime of the proxy's processes (clock ticks)
+# cpu_ticks KEY: utime+stime of the proxy's processes (clock ticks), plus cutime+
+# cstime: what children that have exited and been reaped used (a respawned nginx
+# worker, Squid's helpers), which would otherwise vanish from the sum mid-run.
+cpu_ticks() {
 	local p sum=0 t
 	[ -z "$1" ] && { echo 0; return; }
 	for p in $(proxy_pids "$1"); do
-		t=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+		t=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null |
+		    awk '{ print $12 + $13 + $14 + $15 }')
 		sum=$((sum + ${t:-0}))
 	done
 	echo "$sum"
@@ -510,8 +517,9 @@ status_kb() {	# status_kb FIELD PID...: sum of a /proc/PID/status field (kB)
 }
 
 # BENCH_PERF=CFG:SCENARIO:CONNS (e.g. splice:ka:32): perf record -g of the proxy's
-# processes during that run (its first repeat); the report goes to
-# $OUT/perf-CFG-SCENARIO-CONNS.txt.  Off by default: perf costs CPU itself.
+# processes during that run (its first repeat); the reports go to
+# $OUT/perf-CFG-SCENARIO-CONNS*.txt (flat, call graphs, by library, inclusive).
+# Off by default: perf costs CPU itself.
 PERFPID=""
 PERFTAG=""
 perf_start() {	# perf_start CFG:SCEN:CONNS KEY
@@ -533,22 +541,27 @@ perf_stop() {
 	    -g none >"$OUT/perf-$PERFTAG.txt" 2>/dev/null
 	perf report -i "$T/perf.data" --stdio --no-children --percent-limit 3 \
 	    -g caller,0.5,callee --max-stack 12 >"$OUT/perf-$PERFTAG-calls.txt" 2>/dev/null
+	perf report -i "$T/perf.data" --stdio --sort dso -g none \
+	    >"$OUT/perf-$PERFTAG-dso.txt" 2>/dev/null
+	perf report -i "$T/perf.data" --stdio --children --percent-limit 2 -g none \
+	    >"$OUT/perf-$PERFTAG-inclusive.txt" 2>/dev/null
 	say "perf profile: $OUT/perf-$PERFTAG.txt"
 }
 
 RES=$T/results.tsv
 : >"$RES"
 run_one() {	# run_one CFG SCENARIO CONNS REP
-	local cfg=$1 scen=$2 conns=$3 rep=$4 key path hdr="" c0 c1 out line
+	local cfg=$1 scen=$2 conns=$3 rep=$4 key path hdr="" c0 c1 out line thr=2
 	key=$(proxy_of "$cfg")
 	case $scen in
+	lat) path=/small; thr=1 ;;	# one connection: latency without queueing
 	ka) path=/small ;;
 	new) path=/small; hdr="Connection: close" ;;
 	big) path=/big ;;
 	esac
 	c0=$(cpu_ticks "$key")
 	perf_start "$cfg:$scen:$conns" "$key"
-	out=$(timeout $((SECS + 20)) ip netns exec "$(client_ns "$cfg")" wrk -t2 \
+	out=$(timeout $((SECS + 20)) ip netns exec "$(client_ns "$cfg")" wrk -t$thr \
 	    -c"$conns" -d"${SECS}s" --timeout 5s -s bench/wrk.lua \
 	    ${hdr:+-H "$hdr"} "https://$(url_host "$cfg")$path" 2>&1)
 	c1=$(cpu_ticks "$key")
@@ -620,7 +633,9 @@ esac
 START=$(date +%s)
 nruns=0
 for scen in $SCENARIOS; do
-	for conns in $CONNS; do
+	cl=$CONNS
+	[ "$scen" = lat ] && cl=1
+	for conns in $cl; do
 		for rep in $(seq "$REPEATS"); do
 			# Alternate: each repeat starts at another configuration.
 			set -- $AVAIL
@@ -639,7 +654,10 @@ done
 {
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "machine=$(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
-	echo "airlock=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null)$(git -C "$TOP" diff --quiet HEAD -- proxy 2>/dev/null || echo '+local changes')"
+	# The tree the binaries were built from (build/.. for make bench).
+	src=$(cd "$B/.." && pwd)
+	git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || src=$TOP
+	echo "airlock=$(git -C "$src" rev-parse --short HEAD 2>/dev/null)$(git -C "$src" diff --quiet HEAD -- proxy 2>/dev/null || echo ' + uncommitted proxy/ changes')"
 	echo "nginx=$(nginx -v 2>&1 | sed 's/^nginx version: //')"
 	echo "haproxy=$(haproxy -v 2>/dev/null | head -1 | awk '{ print $3 }')"
 	echo "squid=$(squid -v 2>/dev/null | head -1 | awk '{ print $4 }')"
@@ -668,6 +686,7 @@ suffix=""
 perl bench/report.pl "$T/meta" "$RES" >"$OUT/$stamp$suffix.md" ||
     die "report failed"
 cp "$RES" "$OUT/$stamp$suffix.tsv"
+cp "$T/meta" "$OUT/$stamp$suffix.meta"	# perl bench/report.pl META TSV redoes the table
 cp "$OUT/$stamp$suffix.md" "$OUT/LATEST.md"
 say "wrote $OUT/LATEST.md ($stamp$suffix.md, $nruns runs)"
 cat "$OUT/LATEST.md"
