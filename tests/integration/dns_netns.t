@@ -13,11 +13,6 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/proxynet.sh
 pn_require dig
 
-is() {	# is GOT WANT DESCRIPTION
-	[ "$1" = "$2" ]
-	ok $? "$3"
-	[ "$1" = "$2" ] || printf '#   got: %s\n#  want: %s\n' "$1" "$2"
-}
 # vq ARGS...: dig from the VM to its resolver (the host end, port 53).
 vq() { inV dig +tries=1 +time=2 @10.233.0.1 "$@" 2>&1; }
 status_of() { printf '%s\n' "$1" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p'; }

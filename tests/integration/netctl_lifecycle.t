@@ -2,6 +2,7 @@
 # netctl: sandbox create/destroy, net attach/detach, the refusals, atomicity of a
 # failed batch, drift detection and the missing-privilege message, in a namespace.
 set -u
+. "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/netns.sh"
 netns_require
 
@@ -9,19 +10,15 @@ B=${AIRLOCK_BUILD:-build}
 AL=${AIRLOCK:-$B/airlock}
 POLICY=$(cd "$(dirname "$0")/../.." && pwd)/policies/deny-all.json
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 # refuses DESC PATTERN CMD...: CMD must fail and say PATTERN on stderr.
 refuses() {
 	d=$1; p=$2; shift 2
 	if "$@" >"$T/out" 2>"$T/err"; then
-		nok "$d (succeeded)"
+		fail "$d (succeeded)"
 	elif grep -q -- "$p" "$T/err"; then
-		ok "$d"
+		pass "$d"
 	else
-		nok "$d"; sed 's/^/# /' "$T/err"
+		fail "$d"; sed 's/^/# /' "$T/err"
 	fi
 }
 
@@ -30,9 +27,9 @@ drift() {
 	netns_exec "$H" "$AL" --config "$T/airlock.json" net status >"$T/st"
 	rc=$?
 	if [ "$rc" = 1 ] && grep -qF -- "$2" "$T/st"; then
-		ok "$1"
+		pass "$1"
 	else
-		nok "$1 (exit $rc)"; sed 's/^/# /' "$T/st"
+		fail "$1 (exit $rc)"; sed 's/^/# /' "$T/st"
 	fi
 }
 
@@ -61,7 +58,7 @@ netns_exec "$H" ip link add vx0 type veth peer name vx1
 netns_exec "$H" ip addr add 10.7.0.1/30 dev vx0
 netns_exec "$H" ip link set vx0 up
 
-echo "1..40"
+plan 40
 check "nothing installed before the first sandbox" test -z "$(dump)"
 check "sandbox create s1" al sandbox create s1 --policy "$POLICY"
 check "tap al-s1 exists and is a tap" sh -c "ip netns exec $H ip -d link show al-s1 | grep -q 'tun type tap'"

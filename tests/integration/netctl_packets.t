@@ -8,6 +8,7 @@
 #
 # Before attaching, A reaches OUTSIDE directly (so every "dropped" below can fail).
 set -u
+. "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/netns.sh"
 netns_require
 
@@ -17,11 +18,6 @@ PROBE=$B/tests/tools/netprobe
 POLICY=$(cd "$(dirname "$0")/../.." && pwd)/policies/deny-all.json
 [ -x "$PROBE" ] || { echo "1..0 # skip $PROBE not built"; exit 0; }
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-fails() { d=$1; shift; if "$@"; then nok "$d"; else ok "$d"; fi; }
 
 netns_new H host
 netns_new VA vma
@@ -65,7 +61,7 @@ for f in proxy dns dnstcp ssh v6 out_tcp out_udp b_tcp b_udp; do
 	netns_wait_for "$T/$f.log" listening || echo "# $f listener did not start"
 done
 
-echo "1..25"
+plan 25
 # Baseline, without airlock: the test can see a path when there is one.
 check "baseline: A reaches outside by TCP" netns_exec "$VA" "$PROBE" tcp 10.8.0.2 80
 check "baseline: A reaches outside by UDP 443" netns_exec "$VA" "$PROBE" udp 10.8.0.2 443

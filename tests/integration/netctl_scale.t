@@ -4,6 +4,7 @@
 # packet's path (TAP diagnostics); the path must not grow with the sandbox count, and
 # each attach must add exactly one rule (the device's own ingress chain's jump).
 set -u
+. "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../lib/netns.sh"
 netns_require
 
@@ -17,10 +18,6 @@ case "$AL" in
 *) N=${NETCTL_SCALE_N:-200} ;;
 esac
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 now_us() { echo $(($(date +%s%N) / 1000)); }
 # status_num NS CONFIG KEY [NAME]: a number from `net status --json` (for NAME's
 # sandbox entry when NAME is given).
@@ -47,7 +44,7 @@ while [ "$i" -lt "$N" ]; do
 done
 netns_exec "$H" ip -batch "$T/links" || { echo "1..0 # skip could not make $N veths"; exit 0; }
 
-echo "1..6"
+plan 6
 # The reference: one sandbox alone, in a namespace of its own.
 netns_exec "$H1" ip link add w0 type veth peer name q0
 netns_exec "$H1" ip addr add 10.99.0.1/30 dev w0
@@ -73,9 +70,9 @@ netns_exec "$H" env AL="$AL" CFG="$T/airlock.json" POLICY="$POLICY" N="$N" \
 		i=$((i + 1))
 	done
 	exit "$fail"'
-fail=$?
+nfail=$?
 t1=$(now_us)
-check "$N attaches succeeded" test "$fail" = 0
+check "$N attaches succeeded" test "$nfail" = 0
 p0=$(status_num "$H" "$T/airlock.json" path_rules s0)
 pN=$(status_num "$H" "$T/airlock.json" path_rules "s$((N - 1))")
 rN=$(status_num "$H" "$T/airlock.json" rules)

@@ -24,6 +24,7 @@ for c in curl openssl nft ip perl; do
 		exit 0
 	fi
 done
+. tests/lib/tap.sh
 . tests/lib/origin.sh
 
 S=$$
@@ -31,8 +32,6 @@ H=alrH$S V=alrV$S I=alrI$S
 T=$(mktemp -d /tmp/proxy_relay.XXXXXX)
 chmod 755 "$T"
 DPID=""
-n=0
-fail=0
 
 cleanup() {
 	set +e
@@ -47,15 +46,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-	fi
-}
 inV() { ip netns exec "$V" "$@"; }
 
 set -e
@@ -226,8 +216,8 @@ ok $? "connect record counts the download's bytes ($down)"
 grep '"dst":"echo.test:22"' "$T/audit.jsonl" | grep -q '"bytes_up":6291456'
 ok $? "connect record counts the echo's 6 MiB up exactly"
 
-if [ $fail -ne 0 ]; then
+if [ "$failed" -ne 0 ]; then
 	echo "# airlockd log:"
 	sed 's/^/# /' "$T/airlockd.log" | tail -20
 fi
-exit $((fail > 0))
+exit $((failed > 0))

@@ -8,7 +8,7 @@
 # from here.  Without root it runs here on high ports and keeps its uid.
 #
 # Set before sourcing: nothing.  Provides: T (temp dir), CFG, AIRLOCK, AIRLOCKD,
-# DPID, ok/is/like/diag/done_testing, dt_config, dt_policy, dt_record, dt_start,
+# DPID, the TAP helpers of tests/lib/tap.sh, dt_config, dt_policy, dt_record, dt_start,
 # dt_stop, dt_run.
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,6 +16,7 @@ B=${AIRLOCK_BUILD:-build}
 case $B in /*) ;; *) B=$top/$B ;; esac
 AIRLOCK=${AIRLOCK:-$B/airlock}
 AIRLOCKD=${AIRLOCKD:-$B/airlockd}
+. "$top/tests/lib/tap.sh"
 for f in "$AIRLOCK" "$AIRLOCKD"; do
 	if [ ! -x "$f" ]; then
 		echo "1..0 # SKIP $f not built"
@@ -31,8 +32,6 @@ IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1
 # Without root the ports live in the machine's namespace: pick them per test run.
 PORT_BASE=$((20000 + ($$ % 15000) * 2))
-n=0
-failed=0
 
 dt_cleanup() {
 	dt_stop
@@ -40,42 +39,6 @@ dt_cleanup() {
 }
 trap dt_cleanup EXIT
 trap 'exit 1' INT TERM
-
-ok() {	# ok STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-is() {	# is GOT WANT DESCRIPTION
-	if [ "$1" = "$2" ]; then
-		ok 0 "$3"
-	else
-		ok 1 "$3"
-		echo "#   got: '$1'"
-		echo "#  want: '$2'"
-	fi
-}
-like() {	# like GOT REGEX DESCRIPTION
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		ok 0 "$3"
-	else
-		ok 1 "$3"
-		echo "#   got: '$1'"
-		echo "#  want: /$2/"
-	fi
-}
-diag() {
-	echo "# $*"
-}
-done_testing() {
-	echo "1..$n"
-	[ "$failed" = 0 ]
-	exit $?
-}
 
 # dt_config [EXTRA-JSON-MEMBERS]: writes $CFG (state dir $T/state, control socket
 # $T/run/control.sock, audit $T/audit.jsonl, 1 worker).

@@ -16,7 +16,7 @@
 #	pn_start [EXTRA-CONFIG]		# airlockd in $H ($DPID); 1 if it did not start
 #	pn_attach NAME I POLICY		# airlock net attach NAME for VM I
 #	pn_guest I / pn_hostip I	# the addresses of VM I
-#	ok STATUS DESC / pn_done	# TAP
+#	ok STATUS DESC / pn_done	# TAP (tests/lib/tap.sh; pn_done ends)
 #
 # Cleanup (EXIT trap from netns.sh): the daemon and origins (by PID), the namespaces
 # (their tables and veths go with them), /etc/netns/<ns> of each, the temp dir.
@@ -26,13 +26,12 @@ case $B in /*) ;; *) B=$PWD/$B ;; esac
 AIRLOCK=${AIRLOCK:-$B/airlock}
 AIRLOCKD=${AIRLOCKD:-$B/airlockd}
 AIRLOCK_BUILD=$B
+. tests/lib/tap.sh
 . tests/lib/netns.sh
 . tests/lib/origin.sh
 
 DPID=""
 PN_NS=""
-n=0
-fail=0
 
 pn_require() {
 	local f c
@@ -68,26 +67,16 @@ pn_cleanup() {
 	done
 }
 
-ok() {	# ok COND-EXIT-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-	fi
-}
-
 # pn_done: the plan, the daemon's log and audit tail on failure, the exit status.
 pn_done() {
 	echo "1..$n"
-	if [ $fail -ne 0 ]; then
+	if [ "$failed" -ne 0 ]; then
 		echo "# airlockd log:"
 		sed 's/^/# /' "$T/airlockd.log" | tail -20
 		echo "# audit:"
 		sed 's/^/# /' "$T/audit.jsonl" 2>/dev/null | tail -20 | cut -c1-300
 	fi
-	exit $((fail > 0))
+	exit $((failed > 0))
 }
 
 pn_guest() { echo "10.233.0.$(($1 * 4 + 2))"; }

@@ -37,6 +37,7 @@ if ! libvirtd_usable; then
 	echo "1..0 # SKIP libvirtd or qemu-system-x86_64 not installed (make deps)"
 	exit 0
 fi
+. tests/lib/tap.sh
 . tests/lib/origin.sh
 ORIGIN_TOOL=$B/tests/tools/origin
 
@@ -46,8 +47,6 @@ T=$(mktemp -d /tmp/vm_policy.XXXXXX)
 chmod 755 "$T"
 ORIGIN_LOGDIR=$T
 DPID=""
-n=0
-fail=0
 export AIRLOCK_GUEST_DIR=$B/guest
 
 cleanup() {
@@ -67,16 +66,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-		return 1
-	fi
-}
 al() { ip netns exec "$H" "$AIRLOCK" --config "$T/airlock.json" "$@"; }
 qemu_count() { ps -eo args | grep -c "[g]uest=airlock-$1,"; }
 console_has() { grep -q -- "$2" "$T/state/vm/$1/console.log"; }
@@ -217,8 +206,9 @@ for v in a b; do
 	grep -q "^SELF peer v$v" "$T/console-$v"
 	ok $? "v$v: its own web server answers (so a peer failure can fail)"
 	grep -q "^ALLOWED rc=0 origin $me" "$T/console-$v"
-	ok $? "v$v: $me (allowed, splice, origin certificate verified) works" ||
-	    grep '^ALLOWED' "$T/console-$v" | sed 's/^/#   /' 
+	rc=$?
+	ok $rc "v$v: $me (allowed, splice, origin certificate verified) works"
+	[ $rc = 0 ] || grep '^ALLOWED' "$T/console-$v" | sed 's/^/#   /'
 	grep -q "^DENIED rc=6 " "$T/console-$v"
 	ok $? "v$v: $them (not in its policy) is refused: the name does not resolve"
 	grep -q "^DIRECT rc=0" "$T/console-$v"
@@ -354,5 +344,4 @@ ok $? "vm start without a name: usage error"
 [ -z "$(ps -eo args | grep '[g]uest=airlock-')" ]
 ok $? "no airlock QEMU process left"
 
-echo "1..$n"
-[ "$fail" = 0 ]
+done_testing
