@@ -5,11 +5,8 @@
 # Run from the top of the tree (make check does); AIRLOCK is the binary,
 # AIRLOCK_BUILD the build directory holding tests/tools/audit_gen.
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-AIRLOCK=${AIRLOCK:-$top/build/airlock}
+. "$(dirname "$0")/../lib/cli.sh"
 GEN=${AIRLOCK_BUILD:-$top/build}/tests/tools/audit_gen
-n=0
-failed=0
 
 if [ ! -x "$AIRLOCK" ] || [ ! -x "$GEN" ]; then
 	echo "1..0 # SKIP no airlock or audit_gen binary ($AIRLOCK, $GEN)"
@@ -17,36 +14,6 @@ if [ ! -x "$AIRLOCK" ] || [ ! -x "$GEN" ]; then
 fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-run() {
-	"$AIRLOCK" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
-
-expect_rc() {
-	[ "$rc" -eq "$1" ]
-	ok $? "$2 (exit $rc, want $1)"
-	if [ "$rc" -ne "$1" ]; then
-		sed 's/^/# out: /' "$tmp/out"
-		sed 's/^/# err: /' "$tmp/err"
-	fi
-}
-
-# has out|err STRING DESCRIPTION: a fixed string in stdout or stderr.
-has() {
-	grep -qF -- "$2" "$tmp/$1"
-	ok $? "$3"
-}
 
 # lines out N DESCRIPTION
 lines() {
@@ -228,5 +195,4 @@ has out "total: 6 records" "summary over rotated files"
 run audit summary "$tmp/missing"
 expect_rc 2 "summary: a missing file"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

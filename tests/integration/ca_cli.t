@@ -6,12 +6,9 @@
 # CA key signs for a name outside the constraints is refused by curl and by
 # `openssl verify`.  No privileges; traffic on loopback only.
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-AIRLOCK=${AIRLOCK:-$top/build/airlock}
+. "$(dirname "$0")/../lib/cli.sh"
 BUILD=${AIRLOCK_BUILD:-$top/build}
 MINT=$BUILD/tests/tools/ca_mint
-n=0
-failed=0
 srv=
 
 if [ ! -x "$AIRLOCK" ] || [ ! -x "$MINT" ]; then
@@ -31,30 +28,6 @@ echo '{}' >"$tmp/airlock.json"
 export AIRLOCK_CONFIG="$tmp/airlock.json"
 export AIRLOCK_STATE_DIR="$tmp/state"
 S=$tmp/state
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-run() {
-	"$AIRLOCK" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
-expect_rc() {
-	[ "$rc" -eq "$1" ]
-	ok $? "$2 (exit $rc, want $1)"
-	[ "$rc" -eq "$1" ] || sed 's/^/# /' "$tmp/err"
-}
-expect_err() {
-	grep -qF -- "$1" "$tmp/err"
-	ok $? "stderr says: $1"
-	grep -qF -- "$1" "$tmp/err" || sed 's/^/# got: /' "$tmp/err"
-}
 
 run ca cert
 expect_rc 1 "ca cert before ca init"
@@ -224,5 +197,4 @@ expect_err "demo.key: mode 0644, must be 0600"
 run ca cert ../x
 expect_rc 2 "invalid sandbox name"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

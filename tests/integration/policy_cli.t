@@ -4,11 +4,8 @@
 #
 # Run from the top of the tree (make check does); AIRLOCK is the binary.
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-AIRLOCK=${AIRLOCK:-$top/build/airlock}
+. "$(dirname "$0")/../lib/cli.sh"
 data=$top/tests/data/policies
-n=0
-failed=0
 
 if [ ! -x "$AIRLOCK" ]; then
 	echo "1..0 # SKIP no airlock binary at $AIRLOCK"
@@ -16,38 +13,6 @@ if [ ! -x "$AIRLOCK" ]; then
 fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-# run NAME ARGS...: runs airlock, keeps stdout/stderr in $tmp/out, $tmp/err.
-run() {
-	"$AIRLOCK" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
-
-# expect_rc WANT DESCRIPTION
-expect_rc() {
-	[ "$rc" -eq "$1" ]
-	ok $? "$2 (exit $rc, want $1)"
-	if [ "$rc" -ne "$1" ]; then
-		sed 's/^/# out: /' "$tmp/out"
-		sed 's/^/# err: /' "$tmp/err"
-	fi
-}
-
-# has FILE STRING DESCRIPTION: a fixed string in out or err.
-has() {
-	grep -qF -- "$2" "$tmp/$1"
-	ok $? "$3"
-}
 
 # --- check: the example policies ---------------------------------------------
 for f in coding-agent llm-api deny-all; do
@@ -226,5 +191,4 @@ run policy test "$f3" api.example.com
 expect_rc 2 "test with a broken policy"
 has err "$f3:4:62:" "  prints the policy's errors"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

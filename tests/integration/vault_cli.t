@@ -4,10 +4,7 @@
 # canary value that must appear in no output, no message and no file in clear.
 # No privileges.
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-AIRLOCK=${AIRLOCK:-$top/build/airlock}
-n=0
-failed=0
+. "$(dirname "$0")/../lib/cli.sh"
 CANARY=CANARY-3b1f0e77-never-print-me-9d2c
 
 if [ ! -x "$AIRLOCK" ]; then
@@ -20,35 +17,6 @@ echo '{}' >"$tmp/airlock.json"
 export AIRLOCK_CONFIG="$tmp/airlock.json"
 export AIRLOCK_STATE_DIR="$tmp/state"
 : >"$tmp/all"
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-# run ARGS... < stdin: airlock's stdout/stderr in $tmp/out, $tmp/err (and $tmp/all).
-run() {
-	"$AIRLOCK" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	cat "$tmp/out" "$tmp/err" >>"$tmp/all"
-}
-
-expect_rc() {
-	[ "$rc" -eq "$1" ]
-	ok $? "$2 (exit $rc, want $1)"
-	[ "$rc" -eq "$1" ] || sed 's/^/# /' "$tmp/err"
-}
-
-expect_err() {
-	grep -qF -- "$1" "$tmp/err"
-	ok $? "stderr says: $1"
-	grep -qF -- "$1" "$tmp/err" || sed 's/^/# got: /' "$tmp/err"
-}
 
 mode() {
 	stat -c %a "$1"
@@ -217,5 +185,4 @@ ok $? "nor in any file of the state directory (vault.db included)"
 grep -qaF "$ph" "$tmp/state/vault.db"
 ok $? "(while its placeholder is there: the grep can find things)"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing
