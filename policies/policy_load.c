@@ -640,6 +640,32 @@ pl_get_array(struct pl_ctx *c, json_t *obj, const char *key, size_t max)
 	return j;
 }
 
+/*
+ * A required string member that must be a name (pl_is_name): the borrowed string,
+ * or NULL after an error (missing, not a string, not a name).  hint follows the
+ * "missing required key" message; what and class describe a bad value:
+ * "\"x\" is not WHAT (CLASS, 1..64 characters)".
+ */
+static const char *
+pl_get_name(struct pl_ctx *c, json_t *obj, const char *key, const char *hint,
+    const char *what, const char *class)
+{
+	const char *s;
+	char q[96];
+	int present;
+
+	s = pl_get_string(c, obj, key, &present);
+	if (!present)
+		pl_err(c, "missing required key \"%s\"%s", key, hint);
+	else if (s != NULL && !pl_is_name(s, PL_NAME_MAX)) {
+		pl_err_key(c, key, "\"%s\" is not %s (%s, 1..%d characters)",
+		    pl_quote(q, sizeof(q), s, strlen(s)), what, class,
+		    PL_NAME_MAX);
+		s = NULL;
+	}
+	return s;
+}
+
 static int
 pl_strdup(struct pl_ctx *c, char **dst, const char *s)
 {
@@ -915,13 +941,8 @@ pl_inject_one(struct pl_ctx *c, json_t *obj, struct policy_rule *r)
 		return;
 	}
 	pl_unknown_keys(c, obj, pl_inject_keys, "inject");
-	secret = pl_get_string(c, obj, "secret", &present);
-	if (!present)
-		pl_err(c, "missing required key \"secret\" (a vault name)");
-	else if (secret != NULL && !pl_is_name(secret, PL_NAME_MAX))
-		pl_err_key(c, "secret", "\"%s\" is not a vault name "
-		    "([A-Za-z0-9_.-], 1..%d characters)", pl_quote(q, sizeof(q),
-		    secret, strlen(secret)), PL_NAME_MAX);
+	secret = pl_get_name(c, obj, "secret", " (a vault name)", "a vault name",
+	    "[A-Za-z0-9_.-]");
 	header = pl_get_string(c, obj, "header", &present);
 	if (!present)
 		pl_err(c, "missing required key \"header\"");
@@ -994,14 +1015,8 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 	}
 	pl_unknown_keys(c, obj, pl_rule_keys, "a rule");
 
-	id = pl_get_string(c, obj, "id", &present);
-	if (!present)
-		pl_err(c, "missing required key \"id\"");
-	else if (id != NULL && !pl_is_name(id, PL_NAME_MAX))
-		pl_err_key(c, "id", "\"%s\" is not a valid rule id "
-		    "([A-Za-z0-9._-], 1..%d characters)", pl_quote(q, sizeof(q),
-		    id, strlen(id)), PL_NAME_MAX);
-	else if (id != NULL) {
+	id = pl_get_name(c, obj, "id", "", "a valid rule id", "[A-Za-z0-9._-]");
+	if (id != NULL) {
 		for (i = 0; i < nprior; i++)
 			if (prior[i].pr_id != NULL &&
 			    strcmp(prior[i].pr_id, id) == 0)
@@ -1223,14 +1238,9 @@ pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
 	}
 	pl_unknown_keys(c, root, pl_top_keys, "the policy");
 
-	name = pl_get_string(c, root, "policy", &present);
-	if (!present)
-		pl_err(c, "missing required key \"policy\" (the policy's name)");
-	else if (name != NULL && !pl_is_name(name, PL_NAME_MAX))
-		pl_err_key(c, "policy", "\"%s\" is not a valid policy name "
-		    "([A-Za-z0-9._-], 1..%d characters)", pl_quote(q, sizeof(q),
-		    name, strlen(name)), PL_NAME_MAX);
-	else if (name != NULL)
+	name = pl_get_name(c, root, "policy", " (the policy's name)",
+	    "a valid policy name", "[A-Za-z0-9._-]");
+	if (name != NULL)
 		pl_strdup(c, &p->p_name, name);
 
 	mode = pl_get_string(c, root, "mode", &present);
