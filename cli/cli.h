@@ -33,6 +33,9 @@ int	cmd_sandbox(const struct cli_ctx *ctx, int argc, char **argv);
 /* Tells a running airlockd about a sandbox (cmd "sandbox_add"/"sandbox_remove"). */
 void	cli_sandbox_notify(const struct airlock_config *cfg, const char *cmd,
 	    const char *name);
+/* The records of cfg->state_dir (sandbox_list()), or -1 after printing why. */
+struct sandbox;
+int	cli_sandbox_list(const struct airlock_config *cfg, struct sandbox **v);
 /*
  * Parses argv[first..]: "--opt VALUE" for each of the nopts opts (into vals), one
  * positional argument (*pos, NULL if none), "--json" into *json when json != NULL.

@@ -6,7 +6,6 @@
  *	airlock net detach NAME
  *	airlock net status [--json]	exit 0: as installed; 1: drift; 2: error
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,11 +156,8 @@ net_status(const struct cli_ctx *ctx, int argc, char **argv)
 		fprintf(stderr, "airlock: net status: %s\n", err);
 		return 2;
 	}
-	if ((n = sandbox_list(cfg.state_dir, &v)) == -1) {
-		fprintf(stderr, "airlock: reading sandbox records in %s: %s\n",
-		    cfg.state_dir, strerror(errno));
+	if ((n = cli_sandbox_list(&cfg, &v)) == -1)
 		return 2;
-	}
 	if ((st = netctl_status_get(&p, v, (size_t)n, err, sizeof(err))) ==
 	    NULL) {
 		fprintf(stderr, "airlock: net status: %s\n", err);

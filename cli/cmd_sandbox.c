@@ -37,6 +37,18 @@ cli_sandbox_notify(const struct airlock_config *cfg, const char *cmd,
 	fprintf(stderr, "airlock: warning: airlockd: %s\n", err);
 }
 
+/* The sandbox records of cfg's state directory; prints the error on failure. */
+int
+cli_sandbox_list(const struct airlock_config *cfg, struct sandbox **v)
+{
+	int n;
+
+	if ((n = sandbox_list(cfg->state_dir, v)) == -1)
+		fprintf(stderr, "airlock: reading sandbox records in %s: %s\n",
+		    cfg->state_dir, strerror(errno));
+	return n;
+}
+
 /* Parses "--opt VALUE" pairs named in opts[] into vals[]; "--json" into *json. */
 int
 cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
@@ -182,11 +194,8 @@ sandbox_ls(const struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (cli_config(ctx, &cfg) == -1)
 		return 2;
-	if ((n = sandbox_list(cfg.state_dir, &v)) == -1) {
-		fprintf(stderr, "airlock: reading sandbox records in %s: %s\n",
-		    cfg.state_dir, strerror(errno));
+	if ((n = cli_sandbox_list(&cfg, &v)) == -1)
 		return 1;
-	}
 	if (json) {
 		if ((arr = json_array()) == NULL)
 			goto out;
