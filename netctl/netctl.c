@@ -176,53 +176,35 @@ nc_base_check(const struct nc_kernel *k, const struct nc_model *base, int *need,
 }
 
 /*
- * One read-modify-write: read the tables at generation G, build the batch, send it
- * bound to G.  If anything else changed the ruleset in between the kernel refuses
- * the batch (ERESTART) and we start again from the read.
+ * One read-modify-write: read the tables at generation G, let build() make the
+ * batch from what it read (into *items, *n; -1 with err set stops), send it bound
+ * to G.  If anything else changed the ruleset in between the kernel refuses the
+ * batch (ERESTART) and we start again from the read.  *items stays the caller's.
  */
 static int
-nc_install(const struct netctl_params *p, const struct sandbox *sb, char *err,
-    size_t errlen)
+nc_rmw(struct nc_nl *nl, int (*build)(const struct nc_kernel *, void *,
+    struct nc_batch_item **, size_t *, char *, size_t), void *arg,
+    struct nc_batch_item **items, char *err, size_t errlen)
 {
-	struct nc_batch_item *items = NULL;
-	struct nc_model base, sbm;
 	struct nc_kernel k;
-	struct nc_nl nl;
 	size_t n;
-	int need, tries, rv = -1, have_k = 0;
+	int tries, rv = -1, have_k = 0;
 
-	nc_model_init(&base);
-	nc_model_init(&sbm);
 	memset(&k, 0, sizeof(k));
-	if (nc_nl_open(&nl, err, errlen) == -1)
-		return -1;
-	if (nc_model_base(&base, p) == -1 ||
-	    (sb != NULL && nc_model_sandbox(&sbm, sb) == -1)) {
-		nc_err_errno(err, errlen, errno, "building the ruleset");
-		goto out;
-	}
 	for (tries = 0; tries < 3; tries++) {
 		if (have_k)
 			nc_kernel_free(&k);
-		if (nc_kernel_read(&nl, &k, err, errlen) == -1)
+		if (nc_kernel_read(nl, &k, err, errlen) == -1)
 			goto out;
 		have_k = 1;
-		if (nc_base_check(&k, &base, &need, err, errlen) == -1)
-			goto out;
 		n = 0;
-		free(items);
-		items = NULL;
-		/* The base and the first sandbox go in the same batch. */
-		if ((need && nc_items_from(&base, NC_OP_ADD, &items, &n) == -1) ||
-		    nc_items_from(&sbm, NC_OP_ADD, &items, &n) == -1) {
-			nc_err_errno(err, errlen, errno, "building the batch");
+		if (build(&k, arg, items, &n, err, errlen) == -1)
 			goto out;
-		}
 		if (n == 0) {
 			rv = 0;
 			goto out;
 		}
-		if (nc_nl_batch(&nl, items, n, 1, k.nk_genid, err, errlen) == 0) {
+		if (nc_nl_batch(nl, *items, n, 1, k.nk_genid, err, errlen) == 0) {
 			rv = 0;
 			goto out;
 		}
@@ -230,9 +212,59 @@ nc_install(const struct netctl_params *p, const struct sandbox *sb, char *err,
 			goto out;
 	}
  out:
-	free(items);
 	if (have_k)
 		nc_kernel_free(&k);
+	return rv;
+}
+
+struct nc_install_arg {
+	const struct nc_model	*base;
+	const struct nc_model	*sbm;
+};
+
+/* nc_rmw() build for nc_install: the base when missing, then the sandbox. */
+static int
+nc_install_build(const struct nc_kernel *k, void *arg,
+    struct nc_batch_item **items, size_t *n, char *err, size_t errlen)
+{
+	const struct nc_install_arg *a = arg;
+	int need;
+
+	if (nc_base_check(k, a->base, &need, err, errlen) == -1)
+		return -1;
+	free(*items);
+	*items = NULL;
+	/* The base and the first sandbox go in the same batch. */
+	if ((need && nc_items_from(a->base, NC_OP_ADD, items, n) == -1) ||
+	    nc_items_from(a->sbm, NC_OP_ADD, items, n) == -1) {
+		nc_err_errno(err, errlen, errno, "building the batch");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+nc_install(const struct netctl_params *p, const struct sandbox *sb, char *err,
+    size_t errlen)
+{
+	struct nc_batch_item *items = NULL;
+	struct nc_model base, sbm;
+	struct nc_install_arg a = { &base, &sbm };
+	struct nc_nl nl;
+	int rv = -1;
+
+	nc_model_init(&base);
+	nc_model_init(&sbm);
+	if (nc_nl_open(&nl, err, errlen) == -1)
+		return -1;
+	if (nc_model_base(&base, p) == -1 ||
+	    (sb != NULL && nc_model_sandbox(&sbm, sb) == -1)) {
+		nc_err_errno(err, errlen, errno, "building the ruleset");
+		goto out;
+	}
+	rv = nc_rmw(&nl, nc_install_build, &a, &items, err, errlen);
+ out:
+	free(items);
 	nc_model_free(&base);
 	nc_model_free(&sbm);
 	nc_nl_close(&nl);
@@ -314,18 +346,44 @@ nc_chain_present(const struct nc_kernel *k, const struct nc_obj *o)
 	return 0;
 }
 
+/*
+ * nc_rmw() build for netctl_sandbox_uninstall: only what is there (a drifted table
+ * may lack some of it), so that removal converges; a chain is flushed, then deleted.
+ * *items has room for two items per object.
+ */
+static int
+nc_uninstall_build(const struct nc_kernel *k, void *arg,
+    struct nc_batch_item **items, size_t *n, char *err, size_t errlen)
+{
+	const struct nc_model *sbm = arg;
+	struct nc_batch_item *v = *items;
+	size_t i;
+
+	for (i = 0; i < sbm->nm_n; i++) {
+		const struct nc_obj *o = &sbm->nm_v[i];
+
+		if (o->no_type == NC_OBJ_ELEM && nc_elem_present(k, o)) {
+			v[*n].bi_op = NC_OP_DEL;
+			v[(*n)++].bi_obj = o;
+		} else if (o->no_type == NC_OBJ_CHAIN && nc_chain_present(k, o)) {
+			v[*n].bi_op = NC_OP_FLUSH;
+			v[(*n)++].bi_obj = o;
+			v[*n].bi_op = NC_OP_DEL;
+			v[(*n)++].bi_obj = o;
+		}
+	}
+	return 0;
+}
+
 int
 netctl_sandbox_uninstall(const struct sandbox *sb, char *err, size_t errlen)
 {
 	struct nc_batch_item *items = NULL;
 	struct nc_model sbm;
-	struct nc_kernel k;
 	struct nc_nl nl;
-	size_t i, n;
-	int tries, rv = -1, have_k = 0;
+	int rv = -1;
 
 	nc_model_init(&sbm);
-	memset(&k, 0, sizeof(k));
 	if (nc_nl_open(&nl, err, errlen) == -1)
 		return -1;
 	if (nc_model_sandbox(&sbm, sb) == -1 ||
@@ -333,46 +391,9 @@ netctl_sandbox_uninstall(const struct sandbox *sb, char *err, size_t errlen)
 		nc_err_errno(err, errlen, errno, "building the ruleset");
 		goto out;
 	}
-	for (tries = 0; tries < 3; tries++) {
-		if (have_k)
-			nc_kernel_free(&k);
-		if (nc_kernel_read(&nl, &k, err, errlen) == -1)
-			goto out;
-		have_k = 1;
-		/*
-		 * Only what is there (a drifted table may lack some of it), so that
-		 * removal converges; the chain is flushed, then deleted.
-		 */
-		n = 0;
-		for (i = 0; i < sbm.nm_n; i++) {
-			const struct nc_obj *o = &sbm.nm_v[i];
-
-			if (o->no_type == NC_OBJ_ELEM && nc_elem_present(&k, o)) {
-				items[n].bi_op = NC_OP_DEL;
-				items[n++].bi_obj = o;
-			} else if (o->no_type == NC_OBJ_CHAIN &&
-			    nc_chain_present(&k, o)) {
-				items[n].bi_op = NC_OP_FLUSH;
-				items[n++].bi_obj = o;
-				items[n].bi_op = NC_OP_DEL;
-				items[n++].bi_obj = o;
-			}
-		}
-		if (n == 0) {
-			rv = 0;
-			goto out;
-		}
-		if (nc_nl_batch(&nl, items, n, 1, k.nk_genid, err, errlen) == 0) {
-			rv = 0;
-			goto out;
-		}
-		if (errno != ERESTART && errno != EINTR)
-			goto out;
-	}
+	rv = nc_rmw(&nl, nc_uninstall_build, &sbm, &items, err, errlen);
  out:
 	free(items);
-	if (have_k)
-		nc_kernel_free(&k);
 	nc_model_free(&sbm);
 	nc_nl_close(&nl);
 	return rv;
