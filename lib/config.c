@@ -6,11 +6,9 @@
  * the offending key is found again by config_pos(), a small scanner over the text
  * that jansson has already accepted.
  */
-#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +18,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "file.h"
 
 #define CONFIG_FILE_MAX		(1024 * 1024)
 #define CONFIG_WORKERS_MAX	256
@@ -418,56 +417,6 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 }
 
 /*
- * Reads the whole file at path into a NUL-terminated *buf (freed by the caller).
- * Returns 0, -1 with errno set, or -2 if the file is too large.
- */
-static int
-config_read(const char *path, char **buf, size_t *len)
-{
-	struct stat st;
-	char *b = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int fd, rc = -1, saved;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	if (fstat(fd, &st) == -1)
-		goto out;
-	if (!S_ISREG(st.st_mode)) {
-		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		goto out;
-	}
-	if (st.st_size > CONFIG_FILE_MAX) {
-		rc = -2;
-		goto out;
-	}
-	if ((b = malloc((size_t)st.st_size + 1)) == NULL)
-		goto out;
-	while (got < (size_t)st.st_size) {
-		n = read(fd, b + got, (size_t)st.st_size - got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			goto out;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	b[got] = '\0';
-	*buf = b;
-	*len = got;
-	b = NULL;	/* transferred */
-	rc = 0;
- out:
-	saved = errno;
-	free(b);
-	close(fd);
-	errno = saved;
-	return rc;
-}
-
-/*
  * An override directory (env or --state-dir): relative to the current directory if
  * not absolute, trailing slashes dropped.
  */
@@ -532,18 +481,17 @@ config_load(struct airlock_config *c, const char *path, const char *state_dir,
 		implicit = 1;
 	}
 	cc.cc_file = path;
-	switch (config_read(path, &text, &len)) {
-	case 0:
-		break;
-	case -2:
-		snprintf(err, errlen, "%s: larger than %d bytes", path,
-		    CONFIG_FILE_MAX);
-		goto out;
-	default:
-		if (implicit && errno == ENOENT)
-			break;		/* no file at the default path: defaults */
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		goto out;
+	if (file_read(path, CONFIG_FILE_MAX, &text, &len) == -1) {
+		if (errno == EFBIG) {
+			snprintf(err, errlen, "%s: larger than %d bytes", path,
+			    CONFIG_FILE_MAX);
+			goto out;
+		}
+		/* No file at the default path: the defaults. */
+		if (!implicit || errno != ENOENT) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
 	}
 	if (text != NULL) {
 		cc.cc_text = text;

@@ -53,6 +53,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "file.h"
 #include "log.h"
 #include "proxy.h"
 #include "proxy_inspect.h"
@@ -314,62 +315,6 @@ proxy_state_free(struct proxy_state *st)
 	st->st_n = 0;
 }
 
-/* Reads a regular file of at most POLICY_FILE_MAX bytes.  0, or -1 with errno. */
-static int
-proxy_file_read(const char *path, char **bufp, size_t *lenp)
-{
-	struct stat sb;
-	char *buf = NULL;
-	size_t len = 0;
-	ssize_t n;
-	int fd, saved, ret = -1;
-
-	*bufp = NULL;
-	*lenp = 0;
-	/* O_NONBLOCK: a FIFO planted at the path must not hang the reader. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd == -1)
-		return -1;
-	if (fstat(fd, &sb) == -1)
-		goto out;
-	if (!S_ISREG(sb.st_mode)) {
-		errno = EINVAL;
-		goto out;
-	}
-	if (sb.st_size > POLICY_FILE_MAX) {
-		errno = EFBIG;
-		goto out;
-	}
-	if ((buf = malloc((size_t)sb.st_size + 1)) == NULL)
-		goto out;
-	while (len < (size_t)sb.st_size + 1) {
-		n = read(fd, buf + len, (size_t)sb.st_size + 1 - len);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > (size_t)sb.st_size) {
-		/* It grew while we read it. */
-		errno = EFBIG;
-		goto out;
-	}
-	*bufp = buf;
-	buf = NULL;	/* transferred */
-	*lenp = len;
-	ret = 0;
- out:
-	saved = errno;
-	free(buf);
-	close(fd);
-	errno = saved;
-	return ret;
-}
-
 /* Reads every record and its policy here, with this process's rights. */
 static int
 proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
@@ -413,7 +358,7 @@ proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 		struct proxy_rec *r = &st->st_v[i];
 
 		r->pr_sb = sbs[i];
-		if (proxy_file_read(r->pr_sb.sb_policy, &r->pr_buf,
+		if (file_read(r->pr_sb.sb_policy, POLICY_FILE_MAX, &r->pr_buf,
 		    &r->pr_len) == -1)
 			r->pr_errno = errno != 0 ? errno : EIO;
 		st->st_n++;

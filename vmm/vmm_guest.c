@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ca.h"
+#include "file.h"
 #include "policy.h"
 #include "vault.h"
 #include "vmm.h"
@@ -72,50 +73,20 @@ vmm_shell_quote(const char *s, char *buf, size_t len)
 	return 0;
 }
 
-/* Reads a whole small file.  Returns 0 with *out (NUL-terminated) or -1. */
+/* Reads a whole small file (file_read()); a message in err on failure.  0 or -1. */
 static int
 vmm_file_read(const char *path, size_t max, char **out, size_t *outlen,
     char *err, size_t errlen)
 {
-	struct stat st;
-	char *p = NULL;
-	size_t n = 0;
-	ssize_t r;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (size_t)st.st_size > max) {
+	if (file_read(path, max, out, outlen) == 0)
+		return 0;
+	if (errno == EISDIR || errno == EINVAL || errno == EFBIG)
 		snprintf(err, errlen, "%s: not a regular file of at most %zu "
 		    "bytes", path, max);
-		goto error;
-	}
-	if ((p = malloc((size_t)st.st_size + 1)) == NULL) {
+	else if (errno == ENOMEM)
 		snprintf(err, errlen, "out of memory");
-		goto error;
-	}
-	while (n < (size_t)st.st_size) {
-		if ((r = read(fd, p + n, (size_t)st.st_size - n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			goto error;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	p[n] = '\0';
-	close(fd);
-	*out = p;
-	*outlen = n;
-	return 0;
- error:
-	free(p);
-	close(fd);
+	else
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 	return -1;
 }
 
