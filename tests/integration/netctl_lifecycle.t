@@ -2,13 +2,7 @@
 # netctl: sandbox create/destroy, net attach/detach, the refusals, atomicity of a
 # failed batch, drift detection and the missing-privilege message, in a namespace.
 set -u
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../lib/netns.sh"
-netns_require
-
-B=${AIRLOCK_BUILD:-build}
-AL=${AIRLOCK:-$B/airlock}
-POLICY=$(cd "$(dirname "$0")/../.." && pwd)/policies/deny-all.json
+. "$(dirname "$0")/../lib/netctl.sh"
 
 # refuses DESC PATTERN CMD...: CMD must fail and say PATTERN on stderr.
 refuses() {

@@ -8,16 +8,10 @@
 #
 # Before attaching, A reaches OUTSIDE directly (so every "dropped" below can fail).
 set -u
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../lib/netns.sh"
-netns_require
+. "$(dirname "$0")/../lib/netctl.sh"
 
-B=${AIRLOCK_BUILD:-build}
-AL=${AIRLOCK:-$B/airlock}
 PROBE=$B/tests/tools/netprobe
-POLICY=$(cd "$(dirname "$0")/../.." && pwd)/policies/deny-all.json
 [ -x "$PROBE" ] || { echo "1..0 # skip $PROBE not built"; exit 0; }
-
 
 netns_new H host
 netns_new VA vma

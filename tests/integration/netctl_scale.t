@@ -4,13 +4,8 @@
 # packet's path (TAP diagnostics); the path must not grow with the sandbox count, and
 # each attach must add exactly one rule (the device's own ingress chain's jump).
 set -u
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../lib/netns.sh"
-netns_require
+. "$(dirname "$0")/../lib/netctl.sh"
 
-B=${AIRLOCK_BUILD:-build}
-AL=${AIRLOCK:-$B/airlock}
-POLICY=$(cd "$(dirname "$0")/../.." && pwd)/policies/deny-all.json
 # Under SAN=1 every airlock process pays ASan's start-up (~4x); the same code paths
 # are covered with 60 sandboxes there, and the scaling is measured by the plain build.
 case "$AL" in
