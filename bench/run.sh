@@ -687,8 +687,9 @@ perl bench/report.pl "$T/meta" "$RES" >"$OUT/$stamp$suffix.md" ||
     die "report failed"
 cp "$RES" "$OUT/$stamp$suffix.tsv"
 cp "$T/meta" "$OUT/$stamp$suffix.meta"	# perl bench/report.pl META TSV redoes the table
-cp "$OUT/$stamp$suffix.md" "$OUT/LATEST.md"
-say "wrote $OUT/LATEST.md ($stamp$suffix.md, $nruns runs)"
-cat "$OUT/LATEST.md"
+# A QUICK subset does not replace the full table.
+cp "$OUT/$stamp$suffix.md" "$OUT/LATEST$suffix.md"
+say "wrote $OUT/LATEST$suffix.md ($stamp$suffix.md, $nruns runs)"
+cat "$OUT/LATEST$suffix.md"
 exit 0
 }

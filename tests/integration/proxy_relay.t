@@ -126,7 +126,7 @@ mapped() {
 M=$(mapped origin.test)
 E=$(mapped echo.test)
 
-echo "1..8"
+echo "1..9"
 
 # 8 MiB over TLS: read-ahead and write-through on the way down; the content is
 # all 'x', so a reordered, lost or doubled chunk shows as a wrong size or byte.
@@ -215,6 +215,10 @@ down=$(grep '"dst":"origin.test:443"' "$T/audit.jsonl" | head -1 |
 ok $? "connect record counts the download's bytes ($down)"
 grep '"dst":"echo.test:22"' "$T/audit.jsonl" | grep -q '"bytes_up":6291456'
 ok $? "connect record counts the echo's 6 MiB up exactly"
+
+# Under make SAN=1 a sanitizer report would land in the daemon's log.
+! grep -q "Sanitizer\|runtime error" "$T/airlockd.log"
+ok $? "no sanitizer report in airlockd's log"
 
 if [ "$failed" -ne 0 ]; then
 	echo "# airlockd log:"
