@@ -1243,6 +1243,26 @@ proxy_privdrop(const struct passwd *pw, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Two sockets per proxied connection: the usual soft limit of 1024 open files
+ * would refuse connections past about 500.  As root (before the drop) the hard
+ * limit is first raised to PROXY_NOFILE when lower, then the soft one to the hard.
+ */
+#define PROXY_NOFILE	65536
+static void
+proxy_raise_nofile(void)
+{
+	struct rlimit rl, want = { PROXY_NOFILE, PROXY_NOFILE };
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_max < PROXY_NOFILE && setrlimit(RLIMIT_NOFILE, &want) == 0)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+		log_warn("raising the open-files limit");
+}
+
 /* No core dumps, no ptrace by the same uid, no new privileges through exec. */
 static int
 proxy_harden(char *err, size_t errlen)
@@ -1592,6 +1612,7 @@ proxy_main(const struct proxy_opts *o)
 			goto out;
 		}
 	}
+	proxy_raise_nofile();
 	if (pw != NULL && proxy_privdrop(pw, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		goto out;

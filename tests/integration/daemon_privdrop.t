@@ -21,6 +21,7 @@ dt_config
 dt_policy "$T/p1.json" p1 example.com
 dt_record sb1 10.233.0.2 "$T/p1.json"
 chmod 600 "$T/p1.json"	# readable by root only: the reader must read it
+ulimit -Sn 1024	# airlockd must raise it (checked below)
 if ! dt_start; then
 	ok 1 "airlockd starts"
 	done_testing
@@ -37,6 +38,12 @@ like "$(grep '^NoNewPrivs:' "$st")" '^NoNewPrivs:	1$' "no_new_privs set"
 is "$(stat -c %u "$st")" 0 "not dumpable (/proc/PID/status owned by root)"
 like "$(grep '^Max core file size' /proc/$DPID/limits)" \
     '^Max core file size +0 +0 ' "RLIMIT_CORE 0"
+# Started with a soft limit of 1024 (above): airlockd raises it to the hard one
+# (itself first raised to 65536 where the kernel lets root do that).
+lim=$(awk '/^Max open files/ { print $4, $5 }' /proc/$DPID/limits)
+soft=${lim% *} hard=${lim#* }
+[ "$soft" -gt 1024 ] 2>/dev/null && [ "$soft" = "$hard" ]
+ok $? "open-files soft limit raised from 1024 to the hard limit ($soft/$hard)"
 like "$(cat "$T/daemon.log")" "ready: .* uid $uid\$" "the daemon says it runs as airlock"
 
 reader=$(pgrep -P "$DPID")
