@@ -51,6 +51,7 @@
  * log, the limit buckets) has its own locks.
  */
 #include <sys/types.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -495,8 +496,18 @@ proxy_conn_peek_timer(evutil_socket_t fd, short what, void *arg)
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
 	if (!c->pc_quiet) {
+		int pending = 0;
+
 		c->pc_quiet = 1;
-		if (evbuffer_get_length(bufferevent_get_input(c->pc_client)) == 0) {
+		/*
+		 * Bytes may be waiting in the socket that the (busy) loop has not read
+		 * yet: under a burst of connections a ClientHello can sit there past
+		 * the quiet period.  Only a socket with nothing at all is "the server
+		 * speaks first".
+		 */
+		if (evbuffer_get_length(bufferevent_get_input(c->pc_client)) == 0 &&
+		    (ioctl(bufferevent_getfd(c->pc_client), FIONREAD, &pending) == -1 ||
+		    pending == 0)) {
 			proxy_conn_peek(c, 0);	/* raw TCP: the server speaks first */
 			return;
 		}
