@@ -1630,6 +1630,11 @@ proxy_inspect_server_bev(struct proxy_conn *c)
 	if (c->pc_proto != POLICY_PROTO_TLS)
 		return bufferevent_socket_new(c->pc_worker->pw_base, -1,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	/* The session cache's key (proxy_tls.c): too long a one resumes nothing. */
+	if ((size_t)snprintf(pi->pi_tc.tc_peer, sizeof(pi->pi_tc.tc_peer),
+	    "%s %s:%u", pi_sandbox(c), c->pc_name, c->pc_dport) >=
+	    sizeof(pi->pi_tc.tc_peer))
+		pi->pi_tc.tc_peer[0] = '\0';
 	if ((ssl = proxy_tls_client_new(c->pc_worker->pw_tls_out, c->pc_name,
 	    &pi->pi_tc)) == NULL)
 		return NULL;
@@ -1656,6 +1661,8 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 			pi->pi_fail = "upstream_cert_invalid";
 			snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "%s",
 			    proxy_tls_verify_str(&pi->pi_tc));
+			proxy_tls_client_forget(c->pc_worker->pw_tls_out,
+			    &pi->pi_tc);
 			bufferevent_free(c->pc_server);
 			c->pc_server = NULL;
 		} else {
@@ -1674,6 +1681,8 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	}
 	/* The TCP connect or the handshake failed: which? */
 	event_del(c->pc_timer);
+	if (c->pc_proto == POLICY_PROTO_TLS)
+		proxy_tls_client_forget(c->pc_worker->pw_tls_out, &pi->pi_tc);
 	e = c->pc_proto == POLICY_PROTO_TLS ?
 	    bufferevent_get_openssl_error(c->pc_server) : 0;
 	while (c->pc_proto == POLICY_PROTO_TLS &&

@@ -55,6 +55,7 @@ struct proxy_sbca {
 
 struct proxy_keys {
 	unsigned int	 pk_refs;		/* atomic */
+	unsigned long long pk_gen;		/* unique per image (session cache) */
 	int		 pk_vault;		/* 1 loaded, 0 none, -1 unusable */
 	char		 pk_vault_error[256];	/* "" or why there is none */
 	struct proxy_secret *pk_secrets;

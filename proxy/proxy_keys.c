@@ -41,6 +41,7 @@ static pthread_mutex_t proxy_keys_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct proxy_keys *proxy_keys_cur;
 static EVP_PKEY *proxy_leaf_key;
 static pthread_once_t proxy_leaf_once = PTHREAD_ONCE_INIT;
+static unsigned long long proxy_keys_gen;	/* atomic: the last pk_gen */
 
 /*
  * A growing buffer that wipes what it leaves behind.
@@ -512,6 +513,7 @@ proxy_keys_parse(const uint8_t *img, size_t len, char *err, size_t errlen)
 		return NULL;
 	}
 	k->pk_refs = 1;
+	k->pk_gen = __atomic_add_fetch(&proxy_keys_gen, 1, __ATOMIC_RELAXED);
 	if (len < 4 || memcmp(img, PK_MAGIC, 4) != 0)
 		goto bad;
 	r.p += 4;

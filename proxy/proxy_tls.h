@@ -16,15 +16,22 @@ struct proxy_tls_check {
 	const struct proxy_keys *tc_keys;	/* airlock's own CAs to refuse */
 	int		 tc_own_ca;		/* a chain certificate was ours */
 	int		 tc_verify_err;		/* first X509_V_ERR_*, or 0 */
+	/* the session cache's key: "sandbox host:port" ("" = no resumption) */
+	char		 tc_peer[400];
 };
 
 /* The VM-facing context (see proxy_tls.c).  NULL on failure. */
 SSL_CTX	*proxy_tls_server_ctx(void);
 /* The origin-facing context: trust from ca_file ("" or NULL: the system store). */
 SSL_CTX	*proxy_tls_client_ctx(const char *ca_file, char *err, size_t errlen);
-/* An upstream SSL for name (SNI, SSL_set1_host), reporting to tc (kept alive by the caller). */
+/*
+ * An upstream SSL for name (SNI, SSL_set1_host), reporting to tc (kept alive by the
+ * caller), resuming the session kept for tc->tc_peer if there is one.
+ */
 SSL	*proxy_tls_client_new(SSL_CTX *ctx, const char *name,
 	    struct proxy_tls_check *tc);
+/* Drops the session kept for tc's peer (its connection failed). */
+void	 proxy_tls_client_forget(SSL_CTX *ctx, const struct proxy_tls_check *tc);
 /* Sets the minted leaf and the process's leaf key on a server-side SSL.  0 or -1. */
 int	 proxy_tls_server_set_leaf(SSL *ssl, X509 *leaf, EVP_PKEY *key);
 /* Why the upstream was refused, for logs (never secret). */
