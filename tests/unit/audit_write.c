@@ -520,6 +520,8 @@ test_threads(void)
 	audit_close(log);
 	is_int(0, failed, "4 threads x 500 records: no write failed");
 	audit_chain_init(&c, NULL, 0);
+	bad = 0;	/* the message reads them whatever the result */
+	why[0] = '\0';
 	ok(audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0,
 	    "the 2000 records verify as one chain%s%s", bad ? ": " : "",
 	    bad ? why : "");
@@ -595,12 +597,97 @@ test_keyed(void)
 	    "a key file over %d bytes is refused", AUDIT_KEY_MAX);
 }
 
+/*
+ * The writer builds its lines by hand: they must be the very bytes jansson's
+ * json_dumps (COMPACT, PRESERVE_ORDER, ENSURE_ASCII) gives for the same object, so
+ * each line is parsed, its "hash" dropped, dumped again and compared with the body.
+ */
+static void
+test_jansson_bytes(void)
+{
+	static const char *const inj[] = { "tok\u00e9\x01", "b", NULL };
+	char p[512], err[512], path[1100], big[3000], *buf, *line, *nl, *d, *hs;
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv[3];
+	struct audit_log *log;
+	json_t *o;
+	size_t len, i;
+	int c, n = 0, same = 0;
+
+	tpath(p, sizeof(p), "bytes.jsonl");
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	for (c = 1; c < 256; c++)
+		path[c - 1] = (char)c;
+	/* 2-, 3- and 4-byte UTF-8, a bidi override, DEL, a lone continuation */
+	snprintf(path + 255, sizeof(path) - 255, "\xc3\xa9\xe2\x80\xae\xf0\x9f\x98\x80"
+	    "\x7f\x80\xed\xa0\x80/\\\"end");
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (i = 0; i < 8; i++)
+		memcpy(big + 250 + i * 4, "\xf0\x9f\x98\x80", 4);
+	r.ar_event = AUDIT_EV_REQUEST;
+	r.ar_sandbox = "demo";
+	r.ar_src = "10.0.0.2:1234";
+	r.ar_dst = "api.test:443";
+	r.ar_tls = "inspect";
+	r.ar_method = "GET";
+	r.ar_path = path;
+	r.ar_status = 200;
+	r.ar_decision = "allow";
+	r.ar_rule = big;		/* cut at AUDIT_STR_MAX, mid-emoji */
+	r.ar_reason = "ok\t\x1b[0m";
+	r.ar_would_deny = 1;
+	r.ar_inject = inj;
+	r.ar_bytes_up = 0;
+	r.ar_bytes_down = 123456789012LL;
+	r.ar_ms = 7;
+	kv[0] = (struct audit_kv){ .ak_key = "secret", .ak_str = big };
+	kv[1] = (struct audit_kv){ .ak_key = "n", .ak_num = -5 };
+	kv[2] = (struct audit_kv){ .ak_key = "x_1", .ak_str = "" };
+	r.ar_extra = kv;
+	r.ar_nextra = 3;
+	if (audit_write(log, &r) != 0)
+		bail("audit_write");
+	r = (struct audit_record)AUDIT_RECORD_INIT;	/* the fewest fields */
+	r.ar_event = AUDIT_EV_DENY;
+	r.ar_status = -1;
+	if (audit_write(log, &r) != 0)
+		bail("audit_write");
+	audit_close(log);
+	buf = slurp(p, &len);
+	for (line = buf; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		*nl = '\0';
+		n++;
+		o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+		hs = strstr(line, ",\"hash\":\"");
+		if (o == NULL || hs == NULL || json_object_del(o, "hash") != 0) {
+			json_decref(o);
+			continue;
+		}
+		d = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+		    JSON_ENSURE_ASCII);
+		if (d != NULL && strlen(d) == (size_t)(hs - line) + 1 &&
+		    strncmp(d, line, (size_t)(hs - line)) == 0 &&
+		    d[hs - line] == '}')
+			same++;
+		else
+			diag("line %d: %s\n jansson: %s", n, line, d ? d : "-");
+		free(d);
+		json_decref(o);
+	}
+	free(buf);
+	is_int(2, n, "two records written");
+	is_int(2, same, "each line is byte for byte jansson's dump of it");
+}
+
 int
 main(void)
 {
 	plan_lazy();
 	test_fields();
 	test_escaping();
+	test_jansson_bytes();
 	test_bounds();
 	test_continuity();
 	test_refusals();
