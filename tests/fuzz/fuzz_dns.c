@@ -30,11 +30,11 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fz_rules[0].pr_id = "exact";
-	strcpy(fz_rules[0].pr_host, "github.com");
+	snprintf(fz_rules[0].pr_host, sizeof(fz_rules[0].pr_host), "%s", "github.com");
 	fz_rules[1].pr_id = "wild";
-	strcpy(fz_rules[1].pr_host, "*.example.org");
+	snprintf(fz_rules[1].pr_host, sizeof(fz_rules[1].pr_host), "%s", "*.example.org");
 	fz_rules[2].pr_id = "any-a";
-	strcpy(fz_rules[2].pr_host, "*.a");
+	snprintf(fz_rules[2].pr_host, sizeof(fz_rules[2].pr_host), "%s", "*.a");
 	for (int i = 0; i < 3; i++) {
 		fz_rules[i].pr_ports = fz_ports;
 		fz_rules[i].pr_nports = 1;
