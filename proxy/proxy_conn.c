@@ -323,13 +323,17 @@ static void
 proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
     const struct peek_tls *t, const struct peek_http *h)
 {
-	const struct policy *p = c->pc_policy->pp_policy;
+	const struct policy *p;
 	struct policy_query q;
 	struct policy_verdict v;
 	const char *why;
 	unsigned char alert;
 	int fd;
 
+	/* The policy in force now, not the one at accept (a reload may lie between). */
+	if (proxy_conn_current(c) == -1)
+		return;
+	p = c->pc_policy->pp_policy;
 	why = proxy_conn_check_peek(c, st, t, h, &alert);
 	if (why != NULL && p->p_mode == POLICY_MODE_REPORT && c->pc_name[0] != '\0') {
 		/* Report mode: the dial still goes to the mapped name only. */
@@ -353,7 +357,9 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	q.pq_proto = c->pc_proto;
 	c->pc_state = PC_DECIDED;
 	if (!policy_decide(p, &q, &v)) {
-		proxy_conn_deny(c, policy_reason_str(v.pv_reason));
+		/* Allowed when the VM connected, revoked since: say so. */
+		proxy_conn_deny(c, c->pc_reloaded ? "policy_reload" :
+		    policy_reason_str(v.pv_reason));
 		return;
 	}
 	proxy_conn_take_verdict(c, &v);
@@ -786,29 +792,52 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	return NULL;
 }
 
+int
+proxy_conn_current(struct proxy_conn *c)
+{
+	struct proxy_policy *pp;
+	const char *why;
+
+	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
+		proxy_conn_close(c, "sandbox_removed", 1);
+		return -1;
+	}
+	pp = proxy_sandbox_policy(c->pc_sandbox);
+	if (pp == c->pc_policy) {
+		/* c holds a reference to pc_policy: the pointer cannot be reused. */
+		proxy_policy_put(pp);
+		return 0;
+	}
+	if (c->pc_policy != NULL)
+		proxy_policy_put(c->pc_policy);
+	c->pc_policy = pp;
+	c->pc_reloaded = 1;
+	if (c->pc_state == PC_PEEK) {
+		/* Nothing decided yet: may any protocol still reach the destination? */
+		why = proxy_conn_precheck(c, pp->pp_policy) != NULL ?
+		    "policy_reload" : NULL;
+	} else
+		why = proxy_conn_recheck_one(c, pp->pp_policy);
+	if (why != NULL && pp->pp_policy->p_mode == POLICY_MODE_REPORT)
+		why = NULL;
+	if (why != NULL) {
+		proxy_conn_close(c, why, 1);
+		return -1;
+	}
+	return 0;
+}
+
 void
 proxy_worker_recheck(struct proxy_worker *w)
 {
 	struct proxy_conn *c, *next;
-	struct proxy_policy *pp;
-	const char *why;
 
 	if (proxy_conn_host_addrs(w) == -1)
 		log_warn("getifaddrs");
+	/* Every state, the peek included: none may go on under an older policy. */
 	for (c = TAILQ_FIRST(&w->pw_conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, pc_entry);
-		if (c->pc_sandbox == NULL || c->pc_state == PC_PEEK)
-			continue;	/* decided later, with the current policy */
-		if (proxy_sandbox_is_dead(c->pc_sandbox)) {
-			proxy_conn_close(c, "sandbox_removed", 1);
-			continue;
-		}
-		pp = proxy_sandbox_policy(c->pc_sandbox);
-		why = proxy_conn_recheck_one(c, pp->pp_policy);
-		if (why != NULL && pp->pp_policy->p_mode == POLICY_MODE_REPORT)
-			why = NULL;
-		proxy_policy_put(pp);
-		if (why != NULL)
-			proxy_conn_close(c, why, 1);
+		if (c->pc_sandbox != NULL)
+			(void)proxy_conn_current(c);
 	}
 }

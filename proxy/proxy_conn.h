@@ -60,7 +60,8 @@ struct proxy_conn {
 	enum proxy_conn_state	 pc_state;
 	uint64_t		 pc_id;
 	struct proxy_sandbox	*pc_sandbox;	/* referenced */
-	struct proxy_policy	*pc_policy;	/* referenced until the dial is done */
+	struct proxy_policy	*pc_policy;	/* the policy of c's last decision,
+						   referenced (see proxy_conn_current) */
 	struct bufferevent	*pc_client;	/* owns the VM's socket */
 	struct bufferevent	*pc_server;	/* owns the upstream socket */
 	struct event		*pc_timer;	/* peek / connect / idle timer */
@@ -78,6 +79,7 @@ struct proxy_conn {
 
 	enum policy_proto	 pc_proto;	/* what the first bytes were */
 	int			 pc_quiet;	/* the quiet timer has fired */
+	int			 pc_reloaded;	/* the policy changed since accept */
 	char			 pc_rule[64];	/* rule id that allowed it */
 	int			 pc_would_deny;	/* report mode */
 	char			 pc_wd_reason[32];
@@ -115,6 +117,15 @@ struct proxy_worker {
  * else a "connect"), resets the VM's socket for a denial (rst), frees c.
  */
 void	proxy_conn_close(struct proxy_conn *c, const char *reason, int rst);
+/*
+ * Brings c under the sandbox's current policy before a decision (peek, dial,
+ * resolve, relay start, and every live connection after a reload): a connection
+ * never goes on under a policy older than the one in force.  If the policy changed
+ * since c's last decision, c is checked against the new one (before its peek is
+ * decided: may any protocol still reach the destination).  0: c goes on with
+ * c->pc_policy current; -1: c was closed (sandbox_removed, policy_reload).
+ */
+int	proxy_conn_current(struct proxy_conn *c);
 /* "ip:port" into buf. */
 const char *proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *buf,
 	    size_t len);

@@ -106,6 +106,8 @@ proxy_conn_dial_event(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_CONNECTED) {
 		event_del(c->pc_timer);
+		if (proxy_conn_current(c) == -1)
+			return;
 		proxy_conn_relay_start(c);
 		return;
 	}
@@ -188,6 +190,10 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
 		proxy_conn_close(c, "resolve_failed", 1);
+		return;
+	}
+	if (proxy_conn_current(c) == -1) {
+		evutil_freeaddrinfo(res);
 		return;
 	}
 	/* The deciding rule, for policy_rule_allows_private(). */
