@@ -65,14 +65,6 @@ inV() { ip netns exec "$V" "$@"; }
 mapped() {
 	inV timeout 3 getent ahostsv4 "$1" 2>/dev/null | awk 'NR == 1 { print $1 }'
 }
-wait_for() {	# wait_for PATTERN FILE: up to 10 s
-	local i
-	for i in $(seq 100); do
-		grep -q -- "$1" "$2" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # Audit records since mark_audit.
 mark_audit() { AMARK=$(wc -l <"$T/audit.jsonl"); }
 new_audit() { tail -n +"$((AMARK + 1))" "$T/audit.jsonl"; }
@@ -90,10 +82,10 @@ hold() {
 	rm -f "$T/gate" "$T/hp.out"
 	inV "$HOLD" 17001 "$dst" "$dport" "$n" "$T/gate" >"$T/hp.out" 2>&1 &
 	hp=$!
-	wait_for ready "$T/hp.out"
+	netns_wait_for "$T/hp.out" ready 100
 	inV curl -sS --max-time 20 --cacert "$T/ca.pem" "$@" >"$T/curl.out" 2>&1 &
 	cp=$!
-	wait_for held "$T/hp.out" || diag "holdproxy: $(cat "$T/hp.out")"
+	netns_wait_for "$T/hp.out" held 100 || diag "holdproxy: $(cat "$T/hp.out")"
 	$act
 	touch "$T/gate"
 	wait "$cp"
@@ -170,7 +162,7 @@ raw_held() {	# raw_held ACTION: prints what the banner origin said, if anything
 	    while [ ! -e '$T/gate' ]; do sleep 0.05; done
 	    printf '\001x\n' >&3; read -r -t 5 l <&3; echo \"\$l\"" >"$T/raw.out" 2>&1 &
 	local p=$!
-	wait_for held "$T/raw.st"
+	netns_wait_for "$T/raw.st" held 100
 	$1
 	touch "$T/gate"
 	wait "$p"
