@@ -31,7 +31,8 @@
  * and, per request in inspect mode (proxy_inspect.c; "request"/"exfil" records):
  *   host_mismatch, http_malformed, http_head_too_large, trace_refused,
  *   websocket_not_allowed, placeholder_in_url, placeholder_in_body,
- *   placeholder_unbound_host, placeholder_encoded, secret_unavailable,
+ *   placeholder_unbound_host, placeholder_in_header, placeholder_encoded,
+ *   secret_unavailable, secret_in_field_name, sandbox_removed,
  *   upstream_cert_invalid, upstream_tls_failed, upstream_http_malformed,
  *   upstream_compressed, upstream_closed, secret_redacted (exfil, not a denial),
  *   rate_limited (429: limits.requests_per_second),
@@ -42,6 +43,7 @@
  *                        failed or timed out)
  *   connect_failed       no TCP connection to the checked address within 10 s
  *   policy_reload        a reload's policy no longer allows a live connection
+ *                        (one still in its peek, resolving or connecting too)
  *   sandbox_removed      the sandbox went away under a live connection
  *   unknown_sandbox      the source address is no sandbox's (a record without a
  *                        sandbox, at most one a second: "suppressed" counts the rest)
