@@ -751,7 +751,11 @@ proxy_keys_reload(char *err, size_t errlen)
 			log_warnx("sandbox %s: no interception CA (%s): its inspect "
 			    "rules refuse connections", k->pk_cas[i].pc_sandbox,
 			    k->pk_cas[i].pc_error);
-	proxy_keys_set(k);
+	if (proxy_keys_set(k) == -1) {
+		proxy_fmt(err, errlen, "key material: out of memory");
+		proxy_keys_put(k);
+		return -1;
+	}
 	return 0;
  broken:
 	proxy_keys_image_free(img, len);
@@ -1667,7 +1671,7 @@ proxy_main(const struct proxy_opts *o)
 	if (base != NULL)
 		event_base_free(base);
 	proxy_reg_clear();
-	proxy_keys_set(NULL);
+	(void)proxy_keys_set(NULL);
 	if (proxy_fd != -1)
 		close(proxy_fd);
 	if (udp_fd != -1)

@@ -30,28 +30,37 @@
  *	   sandbox's *current* policy (a reload applies to the next request): 403 with
  *	   a short text naming the sandbox, the policy, the rule and the reason;
  *	   WebSocket only where the rule allows it;
- *	3. placeholders: one in the request target is blocked; in a header value, a
- *	   placeholder of a secret this rule injects and the vault binds to this host
- *	   is replaced by the value (Basic credentials included), any other (another
- *	   secret, or an encoded form that was not substituted) is blocked; in the body,
- *	   any placeholder is blocked (no policy field allows body substitution).  A
- *	   block is a 403 and an "exfil" audit record;
+ *	3. placeholders, checked in the whole head before anything is rewritten
+ *	   (pi_head_placeholders): one in the request line is blocked; in a header,
+ *	   a placeholder may stand only in a field that the rule's inject entries
+ *	   name for that same secret, and only where the vault binds the secret to
+ *	   this host (that field is replaced whole by the injected value).  Any other
+ *	   placeholder anywhere in the head -- another secret's, the right secret in
+ *	   another field (placeholder_in_header), an encoded form -- is blocked; in
+ *	   the body any placeholder is blocked.  A block is a 403 and an "exfil"
+ *	   audit record.  Nothing is ever substituted into a field the VM chose;
  *	4. the head goes upstream rebuilt (hop-by-hop fields dropped before the
  *	   injected headers are added, proxy_http.h), then the body, re-framed as it came.
- * Responses are parsed as strictly.  On a rule that injects a secret, every secret
- * value of the vault (raw, base64, percent-encoded; proxy_scan.h) is replaced by its
- * placeholder in header values and the body, across reads and chunks; the body is
- * then sent chunked (to an HTTP/1.0 client: until close).  Compression: such a rule
- * also sends "Accept-Encoding: identity" upstream, and a response that still comes
- * with a Content-Encoding other than identity is refused with a 502 (fail closed:
- * a compressed echo could not be scanned; decompressing would open a
+ * The key material (secrets, placeholders) is the current one at each request: a
+ * vault change and reload reaches open keep-alive connections at their next
+ * request, and the values replaced by it stay redacted (proxy_keys_set()).
+ * Responses are parsed as strictly.  Whenever the key material holds any secret
+ * value, every inspected response is scanned (one automaton pass, whatever the
+ * rule): every secret value of the vault (raw, base64, percent-encoded;
+ * proxy_scan.h) is replaced by its placeholder in header values and the body,
+ * across reads and chunks; a reason phrase holding one is dropped; a field *name*
+ * holding one refuses the response (502).  The body is then sent chunked (to an
+ * HTTP/1.0 client: until close).  Compression: such a request also carries
+ * "Accept-Encoding: identity" upstream, and a response that still comes with a
+ * Content-Encoding other than identity is refused with a 502 (fail closed: a
+ * compressed echo could not be scanned; decompressing would open a
  * decompression-bomb surface for little gain).  An "exfil" record names the secret
  * whose value was redacted.  One "request" record per request.
  *
  * Plain HTTP (a "protocol": "http" rule to a name) runs through the same request
  * engine without TLS on either side: Host, method and path per request, and any
  * placeholder blocks (pi_secret_allowed() is never true without TLS, and nothing
- * is injected or redacted there).  limits.requests_per_second is charged per
+ * is injected there; responses are redacted as above).  limits.requests_per_second is charged per
  * request (429).
  *
  * Not covered here: WebSocket frames after the 101 are relayed raw (pi_websocket),
@@ -94,6 +103,7 @@
 #define PI_HANDSHAKE_TIMEOUT	10	/* seconds for the VM's handshake */
 #define PI_CHUNK_MAX		(64 * 1024)	/* bytes taken from a buffer at once */
 #define PI_IDS_MAX		16
+#define PI_INJECT_MAX		16	/* inject entries of a rule (policy) */
 #define PI_BODY_TEXT_MAX	512
 #define PI_CLOSE_WAIT		5	/* seconds to flush before closing */
 #define PI_READ_HIGH		(256 * 1024)	/* input buffered per side */
@@ -261,9 +271,9 @@ pi_audit_exfil(struct proxy_conn *c, const char *reason, int id, const char *whe
 	r.ar_decision = count > 0 ? NULL : "deny";
 	r.ar_rule = pi->pi_rule != NULL ? pi->pi_rule->pr_id : NULL;
 	r.ar_reason = reason;
-	if (id >= 0 && pi->pi_keys != NULL && (size_t)id < pi->pi_keys->pk_nsecrets)
+	if (proxy_keys_secret_name(pi->pi_keys, id) != NULL)
 		kv[n++] = (struct audit_kv){ .ak_key = "secret",
-		    .ak_str = pi->pi_keys->pk_secrets[id].ps_name };
+		    .ak_str = proxy_keys_secret_name(pi->pi_keys, id) };
 	if (where != NULL)
 		kv[n++] = (struct audit_kv){ .ak_key = "where", .ak_str = where };
 	if (count > 0)
@@ -414,6 +424,29 @@ pi_count(struct proxy_conn *c, int up, size_t n)
  * Request side.
  */
 
+/*
+ * The key material in force now, for the request about to start (no response is
+ * in progress: the redactors, built on the old sets, are dropped).  The old image
+ * is let go; its values stay redacted by the new one (proxy_keys_set()).
+ */
+static void
+pi_keys_refresh(struct proxy_inspect *pi)
+{
+	struct proxy_keys *k = proxy_keys_get();
+
+	/* pi holds its image: the pointer cannot be reused while compared. */
+	if (k == NULL || k == pi->pi_keys) {
+		proxy_keys_put(k);
+		return;
+	}
+	scan_redact_free(pi->pi_redactor);
+	scan_redact_free(pi->pi_hredactor);
+	pi->pi_redactor = pi->pi_hredactor = NULL;
+	proxy_keys_put(pi->pi_keys);
+	pi->pi_keys = k;
+	pi->pi_tc.tc_keys = k;
+}
+
 /* Does the rule inject secret index id (and does the vault bind it to this host)? */
 static int
 pi_secret_allowed(struct proxy_conn *c, int id)
@@ -432,75 +465,113 @@ pi_secret_allowed(struct proxy_conn *c, int id)
 	return 0;
 }
 
-struct pi_subst {
-	struct proxy_conn	*ps_conn;
-	int			 ps_blocked;	/* a secret's id, or -2 for unknown */
-	const char		*ps_why;
-};
+/*
+ * The inject entry of the rule that puts secret id (any secret: id -1) into the
+ * field called name[namelen], or -1.
+ */
+static int
+pi_inject_entry(struct proxy_conn *c, int id, const uint8_t *name, size_t namelen)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	const struct policy_rule *r = pi->pi_rule;
+	const char *h;
+	size_t i;
+
+	for (i = 0; r != NULL && i < r->pr_ninject && i < PI_INJECT_MAX; i++) {
+		h = r->pr_inject[i].pi_header;
+		if ((id < 0 || strcmp(r->pr_inject[i].pi_secret,
+		    pi->pi_keys->pk_secrets[id].ps_name) == 0) &&
+		    strlen(h) == namelen && strncasecmp(h, (const char *)name,
+		    namelen) == 0)
+			return (int)i;
+	}
+	return -1;
+}
 
 /*
- * The header-value hook of http_request_rewrite(): substitutes allowed
- * placeholders, refuses any other (a placeholder of another secret, or an encoded
- * one still visible after substitution).
+ * The header-value hook of http_request_rewrite(): in a field that an inject entry
+ * names (and the VM wrote with the placeholder: the others are replaced by the
+ * template), placeholders become values.  pi_head_placeholders() has refused
+ * every placeholder that may not be replaced; any other field is kept as it is.
  */
 static int
 pi_subst_value(void *arg, const uint8_t *name, size_t namelen,
     const uint8_t *value, size_t valuelen, struct http_buf *out)
 {
-	struct pi_subst *ps = arg;
-	struct proxy_conn *c = ps->ps_conn;
+	struct proxy_conn *c = arg;
 	struct proxy_inspect *pi = c->pc_inspect;
-	struct scan_match m;
-	int ids[PI_IDS_MAX], n;
-	size_t before = out->hb_len, i;
 
-	/* A field name is never substituted: a placeholder there is blocked. */
-	if (scan_find(pi->pi_keys->pk_ph_set, name, namelen, &m)) {
-		ps->ps_blocked = m.sm_id;
-		ps->ps_why = "placeholder_unbound_host";
-		errno = EPERM;
-		return -1;
-	}
-	for (i = 0; i < PI_IDS_MAX; i++)
-		ids[i] = -1;
-	if ((n = scan_subst_value(pi->pi_keys->pk_ph_set, value, valuelen, out, ids,
-	    PI_IDS_MAX)) == -1)
-		return -1;
-	for (i = 0; i < PI_IDS_MAX && ids[i] != -1; i++) {
-		if (!pi_secret_allowed(c, ids[i])) {
-			ps->ps_blocked = ids[i];
-			ps->ps_why = "placeholder_unbound_host";
-			errno = EPERM;
-			return -1;
+	if (pi_inject_entry(c, -1, name, namelen) == -1)
+		return 0;
+	return scan_subst_value(pi->pi_keys->pk_ph_set, value, valuelen, out, NULL,
+	    0) == -1 ? -1 : 1;
+}
+
+/*
+ * Every placeholder in the request's header fields, before the head is rewritten:
+ * the only place one may stand is a field that the rule injects that same secret
+ * into, with the vault binding the secret to this host; there it is replaced in
+ * place (Basic credentials decoded and re-encoded), and the rule's template is not
+ * used for that field.  Anywhere else -- a field name, another field, another
+ * secret, an encoded form -- it is refused: 0 with *supplied the inject entries
+ * (bits) whose field the VM wrote with its placeholder, or -1 with *why and *id
+ * (the secret, or -1 when unknown).
+ */
+static int
+pi_head_placeholders(struct proxy_conn *c, const uint8_t *h,
+    const struct http_request *rq, const char **why, int *id, uint32_t *supplied)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	const struct scan_set *set = pi->pi_keys->pk_ph_set;
+	struct http_buf scratch = HTTP_BUF_INIT;
+	struct scan_match m;
+	const struct http_field *f;
+	int ids[PI_IDS_MAX], n, rc = 0, e;
+	size_t i, k;
+
+	*why = NULL;
+	*id = -1;
+	*supplied = 0;
+	for (i = 0; i < rq->hq_nfields && rc == 0; i++) {
+		f = &rq->hq_fields[i];
+		if (scan_find(set, h + f->hf_name.off, f->hf_name.len, &m)) {
+			*id = m.sm_id;
+			rc = -1;
+			break;
+		}
+		for (k = 0; k < PI_IDS_MAX; k++)
+			ids[k] = -1;
+		scratch.hb_len = 0;
+		if ((n = scan_subst_value(set, h + f->hf_value.off, f->hf_value.len,
+		    &scratch, ids, PI_IDS_MAX)) == -1) {
+			rc = -1;	/* fail closed: unchecked is refused */
+			break;
+		}
+		for (k = 0; k < PI_IDS_MAX && ids[k] != -1 && rc == 0; k++) {
+			if (!pi_secret_allowed(c, ids[k]) || (e = pi_inject_entry(c,
+			    ids[k], h + f->hf_name.off, f->hf_name.len)) == -1) {
+				*id = ids[k];
+				rc = -1;
+			} else
+				*supplied |= 1u << e;
+		}
+		if (rc == 0 && n > 0 && k == PI_IDS_MAX)
+			rc = -1;	/* more secrets than can be checked */
+		/* What is left must hold no placeholder in any form. */
+		if (rc == 0 && scan_find(set, scratch.hb_p, scratch.hb_len, &m)) {
+			*id = m.sm_id;
+			if (m.sm_enc != SCAN_ENC_RAW && m.sm_enc != SCAN_ENC_BASIC)
+				*why = "placeholder_encoded";
+			rc = -1;
 		}
 	}
-	if (n > 0 && i == PI_IDS_MAX) {
-		/* More secrets than we can check in one value: refuse. */
-		ps->ps_blocked = -2;
-		ps->ps_why = "placeholder_unbound_host";
-		errno = EPERM;
-		return -1;
-	}
-	/* What is left must hold no placeholder in any form. */
-	if (scan_find(pi->pi_keys->pk_ph_set, out->hb_p + before,
-	    out->hb_len - before, &m)) {
-		ps->ps_blocked = m.sm_id;
-		ps->ps_why = m.sm_enc == SCAN_ENC_RAW || m.sm_enc == SCAN_ENC_BASIC ?
-		    "placeholder_unbound_host" : "placeholder_encoded";
-		errno = EPERM;
-		return -1;
-	}
-	for (i = 0; i < PI_IDS_MAX && ids[i] != -1; i++) {
-		const char *nm = pi->pi_keys->pk_secrets[ids[i]].ps_name;
-		size_t k;
-
-		for (k = 0; k < pi->pi_ninject; k++)
-			if (strcmp(pi->pi_inject[k], nm) == 0)
-				break;
-		if (k == pi->pi_ninject && pi->pi_ninject < AUDIT_INJECT_MAX)
-			pi->pi_inject[pi->pi_ninject++] = nm;
-	}
-	return 1;
+	http_buf_free(&scratch);
+	if (rc == 0)
+		return 0;
+	if (*why == NULL)
+		*why = *id >= 0 && pi_secret_allowed(c, *id) ?
+		    "placeholder_in_header" : "placeholder_unbound_host";
+	return -1;
 }
 
 /* "name[:port]" of the Host field equals the connection's name and port? */
@@ -536,7 +607,7 @@ pi_host_ok(struct proxy_conn *c, const uint8_t *v, size_t len)
 /* The rule's injected headers into set[], values built into vals[] (wiped later). */
 static int
 pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
-    struct http_buf *vals, size_t *nset, const char **why)
+    struct http_buf *vals, size_t *nset, uint32_t supplied, const char **why)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
 	const struct policy_rule *r = pi->pi_rule;
@@ -545,13 +616,18 @@ pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
 	size_t i;
 
 	*nset = 0;
-	for (i = 0; r != NULL && i < r->pr_ninject && i < 16; i++) {
+	for (i = 0; r != NULL && i < r->pr_ninject && i < PI_INJECT_MAX; i++) {
 		s = proxy_keys_secret(pi->pi_keys, r->pr_inject[i].pi_secret);
 		if (s == NULL || !proxy_secret_allows_host(s, c->pc_name)) {
 			/* The vault changed under a policy that was checked: refuse. */
 			*why = "secret_unavailable";
 			return -1;
 		}
+		if (pi->pi_ninject < AUDIT_INJECT_MAX)
+			pi->pi_inject[pi->pi_ninject++] = s->ps_name;
+		/* The VM wrote this field with the placeholder: replaced in place. */
+		if (supplied & (1u << i))
+			continue;
 		t = r->pr_inject[i].pi_value != NULL ? r->pr_inject[i].pi_value :
 		    "{secret}";
 		if ((at = strstr(t, "{secret}")) == NULL) {
@@ -568,8 +644,6 @@ pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
 		set[*nset].hx_value = vals[i].hb_p;
 		set[*nset].hx_value_len = vals[i].hb_len;
 		(*nset)++;
-		if (pi->pi_ninject < AUDIT_INJECT_MAX)
-			pi->pi_inject[pi->pi_ninject++] = s->ps_name;
 	}
 	return 0;
 }
@@ -592,7 +666,6 @@ pi_request_start(struct proxy_conn *c)
 	struct http_buf vals[18];
 	struct http_buf head = HTTP_BUF_INIT;
 	struct http_rewrite rw;
-	struct pi_subst ps;
 	struct policy_query q;
 	struct policy_verdict v;
 	struct scan_match m;
@@ -600,7 +673,8 @@ pi_request_start(struct proxy_conn *c)
 	char *rawpath = NULL, what[HTTP_METHOD_MAX + HOSTNAME_MAX + 200];
 	const char *why = NULL;
 	size_t nset = 0, i, plen;
-	int ret = -1;
+	int ret = -1, inject, id;
+	uint32_t supplied = 0;
 
 	memset(vals, 0, sizeof(vals));
 	evutil_gettimeofday(&pi->pi_t0, NULL);
@@ -626,7 +700,13 @@ pi_request_start(struct proxy_conn *c)
 	} else if ((pi->pi_path = strdup(rawpath)) == NULL)
 		goto internal;
 	pi->pi_pp = proxy_sandbox_policy(c->pc_sandbox);
+	pi_keys_refresh(pi);
 
+	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
+		pi_refuse(c, 403, "Forbidden", "sandbox_removed",
+		    "the sandbox was removed");
+		goto out;
+	}
 	if (pi->pi_fail != NULL) {
 		snprintf(what, sizeof(what), "upstream %s refused: %s", c->pc_name,
 		    pi->pi_fail_why);
@@ -700,22 +780,26 @@ pi_request_start(struct proxy_conn *c)
 		pi_deny(c, "placeholder_in_url", what);
 		goto out;
 	}
-	pi->pi_redact = c->pc_proto == POLICY_PROTO_TLS && v.pv_rule != NULL &&
+	if (pi_head_placeholders(c, h, rq, &why, &id, &supplied) == -1) {
+		pi_audit_exfil(c, why, id, "header", 0);
+		pi_deny(c, why, what);
+		goto out;
+	}
+	inject = c->pc_proto == POLICY_PROTO_TLS && v.pv_rule != NULL &&
 	    v.pv_rule->pr_ninject > 0;
+	/* Every response is scanned while any secret value is loaded. */
+	pi->pi_redact = inject || pi->pi_keys->pk_nvals > 0;
+	if (inject && pi_inject_build(c, set, vals, &nset, supplied, &why) == -1) {
+		pi_deny(c, why, what);
+		goto out;
+	}
 	if (pi->pi_redact) {
-		if (pi_inject_build(c, set, vals, &nset, &why) == -1) {
-			pi_deny(c, why, what);
-			goto out;
-		}
 		/* Responses must come uncompressed to be scanned (see the top). */
 		set[nset].hx_name = "Accept-Encoding";
 		set[nset].hx_value = (const uint8_t *)"identity";
 		set[nset].hx_value_len = 8;
 		nset++;
 	}
-	memset(&ps, 0, sizeof(ps));
-	ps.ps_conn = c;
-	ps.ps_blocked = -1;
 	memset(&rw, 0, sizeof(rw));
 	rw.rw_set = set;
 	rw.rw_nset = nset;
@@ -733,15 +817,13 @@ pi_request_start(struct proxy_conn *c)
 		rw.rw_drop = pi_range_fields;
 		rw.rw_ndrop = sizeof(pi_range_fields) / sizeof(pi_range_fields[0]);
 	}
-	rw.rw_value_fn = pi_subst_value;
-	rw.rw_value_arg = &ps;
+	if (supplied != 0) {
+		rw.rw_value_fn = pi_subst_value;
+		rw.rw_value_arg = c;
+	}
 	if (http_request_rewrite(h, rq, &rw, &head) == -1) {
-		if (ps.ps_why != NULL) {
-			pi_audit_exfil(c, ps.ps_why, ps.ps_blocked, "header", 0);
-			pi_deny(c, ps.ps_why, what);
-		} else
-			pi_refuse(c, 400, "Bad Request", "http_malformed",
-			    "the request head could not be rebuilt");
+		pi_refuse(c, 400, "Bad Request", "http_malformed",
+		    "the request head could not be rebuilt");
 		goto out;
 	}
 	pi->pi_keepalive = rq->hq_keepalive;
@@ -993,6 +1075,38 @@ pi_bad_gateway(struct proxy_conn *c, const char *reason, const char *text)
 	pi_refuse(c, 502, "Bad Gateway", reason, text);
 }
 
+/*
+ * What of a response head the redactor does not rewrite: a reason phrase holding a
+ * secret value is dropped (an empty phrase is valid), a field name holding one
+ * refuses the response.  0, or -1 (closed).
+ */
+static int
+pi_response_names(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	struct http_response *rs = &pi->pi_res;
+	const struct scan_set *set = pi->pi_keys->pk_val_set;
+	struct scan_match m;
+	size_t i;
+
+	if (scan_find(set, pi->pi_rhead + rs->hs_reason.off, rs->hs_reason.len, &m)) {
+		rs->hs_reason.len = 0;
+		pi->pi_redacted++;
+		pi->pi_redacted_id = m.sm_id;
+	}
+	for (i = 0; i < rs->hs_nfields; i++) {
+		if (scan_find(set, pi->pi_rhead + rs->hs_fields[i].hf_name.off,
+		    rs->hs_fields[i].hf_name.len, &m)) {
+			pi_audit_exfil(c, "secret_in_field_name", m.sm_id,
+			    "response", 0);
+			pi_bad_gateway(c, "secret_in_field_name", "the upstream "
+			    "sent a secret's value as a header field name");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* A response head is in: check it and send it on.  1 progress, 0 more, -1 closed. */
 static int
 pi_response_head(struct proxy_conn *c)
@@ -1058,6 +1172,8 @@ pi_response_head(struct proxy_conn *c)
 		    "the upstream switched protocols unasked");
 		return -1;
 	}
+	if (pi->pi_redact && pi_response_names(c) == -1)
+		return -1;
 	memset(&rw, 0, sizeof(rw));
 	if (pi->pi_redact) {
 		if (pi->pi_hredactor == NULL && (pi->pi_hredactor = scan_redact_new(

@@ -65,9 +65,20 @@ struct proxy_keys {
 	/* airlock's own CA certificates: never accepted upstream */
 	X509		**pk_anchors;
 	size_t		 pk_nanchors;
-	/* scanners (proxy_scan.h); ids are indexes into pk_secrets */
+	/*
+	 * Secrets of older images still held by connections that this image lacks
+	 * (removed or rotated since): redacted, never injected (proxy_keys_set).
+	 */
+	struct proxy_secret *pk_retired;
+	size_t		 pk_nretired;
+	/*
+	 * scanners (proxy_scan.h); ids are indexes into pk_secrets, then (redaction
+	 * only) pk_nsecrets + an index into pk_retired: proxy_keys_secret_name()
+	 */
 	struct scan_set	*pk_ph_set;		/* placeholder -> value */
 	struct scan_set	*pk_val_set;		/* value -> placeholder */
+	size_t		 pk_nvals;		/* entries of pk_val_set */
+	struct proxy_keys *pk_live;		/* proxy_keys.c's list */
 };
 
 /* What the reader needs of one sandbox record: its name and policy bytes. */
@@ -90,8 +101,14 @@ void	proxy_keys_image_free(uint8_t *img, size_t len);
 struct proxy_keys *proxy_keys_parse(const uint8_t *img, size_t len, char *err,
 	    size_t errlen);
 void	proxy_keys_put(struct proxy_keys *k);
-/* Installs k (taken over) as the current key material; the old one is put. */
-void	proxy_keys_set(struct proxy_keys *k);
+/*
+ * Installs k (taken over) as the current key material; the old one is put.  The
+ * values of older images still in use that k lacks are added to k's redaction set
+ * first.  0, or -1 (out of memory: nothing changed, k is still the caller's).
+ */
+int	proxy_keys_set(struct proxy_keys *k);
+/* The name of secret id of k's scanners (a retired one too), or NULL. */
+const char *proxy_keys_secret_name(const struct proxy_keys *k, int id);
 /* The current key material, referenced (put it), or NULL before the first load. */
 struct proxy_keys *proxy_keys_get(void);
 /* The secret called name, or NULL. */

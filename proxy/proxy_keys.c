@@ -38,6 +38,8 @@
 #define PK_LEAF_CACHE	1024
 
 static pthread_mutex_t proxy_keys_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Every image installed and still referenced, newest first (under the lock). */
+static struct proxy_keys *proxy_keys_live;
 static struct proxy_keys *proxy_keys_cur;
 static EVP_PKEY *proxy_leaf_key;
 static pthread_once_t proxy_leaf_once = PTHREAD_ONCE_INIT;
@@ -372,6 +374,9 @@ pk_free(struct proxy_keys *k)
 	for (i = 0; i < k->pk_nsecrets; i++)
 		pk_secret_clear(&k->pk_secrets[i]);
 	free(k->pk_secrets);
+	for (i = 0; i < k->pk_nretired; i++)
+		pk_secret_clear(&k->pk_retired[i]);
+	free(k->pk_retired);
 	for (i = 0; i < k->pk_ncas; i++) {
 		free(k->pk_cas[i].pc_sandbox);
 		ca_free(k->pk_cas[i].pc_ca);
@@ -470,13 +475,52 @@ pk_parse_ca(struct pk_rd *r, struct proxy_sbca *c)
  * a policy that injects it.
  */
 static int
+pk_val_add(struct proxy_keys *k, struct scan_set *set, int id,
+    const struct proxy_secret *s)
+{
+	if (s->ps_vlen < SCAN_NEEDLE_MIN)
+		return 0;
+	if (scan_set_add(set, id, s->ps_value, s->ps_vlen,
+	    (const uint8_t *)s->ps_placeholder, strlen(s->ps_placeholder)) == -1)
+		return -1;
+	k->pk_nvals++;
+	return 0;
+}
+
+/* The redaction set: k's values, then the retired ones (ids after k's secrets). */
+static int
+pk_val_build(struct proxy_keys *k)
+{
+	struct scan_set *set;
+	size_t i;
+
+	k->pk_nvals = 0;
+	if ((set = scan_set_new()) == NULL)
+		return -1;
+	for (i = 0; i < k->pk_nsecrets; i++)
+		if (pk_val_add(k, set, (int)i, &k->pk_secrets[i]) == -1)
+			goto fail;
+	for (i = 0; i < k->pk_nretired; i++)
+		if (pk_val_add(k, set, (int)(k->pk_nsecrets + i),
+		    &k->pk_retired[i]) == -1)
+			goto fail;
+	if (scan_set_build(set) == -1)
+		goto fail;
+	scan_set_free(k->pk_val_set);
+	k->pk_val_set = set;
+	return 0;
+ fail:
+	scan_set_free(set);
+	return -1;
+}
+
+static int
 pk_sets_build(struct proxy_keys *k)
 {
 	const struct proxy_secret *s;
 	size_t i;
 
-	if ((k->pk_ph_set = scan_set_new()) == NULL ||
-	    (k->pk_val_set = scan_set_new()) == NULL)
+	if ((k->pk_ph_set = scan_set_new()) == NULL)
 		return -1;
 	for (i = 0; i < k->pk_nsecrets; i++) {
 		s = &k->pk_secrets[i];
@@ -484,16 +528,10 @@ pk_sets_build(struct proxy_keys *k)
 		    (const uint8_t *)s->ps_placeholder, strlen(s->ps_placeholder),
 		    s->ps_value, s->ps_vlen) == -1)
 			return -1;
-		if (s->ps_vlen >= SCAN_NEEDLE_MIN && scan_set_add(k->pk_val_set,
-		    (int)i, s->ps_value, s->ps_vlen,
-		    (const uint8_t *)s->ps_placeholder,
-		    strlen(s->ps_placeholder)) == -1)
-			return -1;
 	}
-	if (scan_set_build(k->pk_ph_set) == -1 ||
-	    scan_set_build(k->pk_val_set) == -1)
+	if (scan_set_build(k->pk_ph_set) == -1)
 		return -1;
-	return 0;
+	return pk_val_build(k);
 }
 
 struct proxy_keys *
@@ -581,23 +619,127 @@ proxy_keys_parse(const uint8_t *img, size_t len, char *err, size_t errlen)
 void
 proxy_keys_put(struct proxy_keys *k)
 {
+	struct proxy_keys **pp;
+
 	if (k == NULL)
 		return;
 	if (__atomic_sub_fetch(&k->pk_refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	/* Unlinked under the lock: proxy_keys_set() may be reading it. */
+	pthread_mutex_lock(&proxy_keys_lock);
+	for (pp = &proxy_keys_live; *pp != NULL; pp = &(*pp)->pk_live)
+		if (*pp == k) {
+			*pp = k->pk_live;
+			break;
+		}
+	pthread_mutex_unlock(&proxy_keys_lock);
 	pk_free(k);
 }
 
-void
+/* Does k hold a secret with this value (under any name)? */
+static int
+pk_has_value(const struct proxy_secret *v, size_t n, const struct proxy_secret *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].ps_vlen == s->ps_vlen &&
+		    CRYPTO_memcmp(v[i].ps_value, s->ps_value, s->ps_vlen) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+pk_secret_copy(struct proxy_secret *d, const struct proxy_secret *s)
+{
+	memset(d, 0, sizeof(*d));
+	if ((d->ps_name = strdup(s->ps_name)) == NULL ||
+	    (d->ps_placeholder = strdup(s->ps_placeholder)) == NULL ||
+	    (d->ps_hosts = calloc(1, sizeof(char *))) == NULL ||
+	    (d->ps_value = malloc(s->ps_vlen)) == NULL) {
+		pk_secret_clear(d);
+		return -1;
+	}
+	memcpy(d->ps_value, s->ps_value, s->ps_vlen);
+	d->ps_vlen = s->ps_vlen;
+	return 0;
+}
+
+/*
+ * k is about to replace the current image: the values of the current image and of
+ * every older one still held by a connection, which k does not have itself (a
+ * secret removed or rotated), join k's redaction set.  An origin that was sent a
+ * value before the reload can still echo it, on any connection, while one that
+ * may have sent it lives.  The current image counts whether or not a connection
+ * holds it (one may take it until the swap); an older one only while it is
+ * referenced.  They are never injected: only k's own secrets are.
+ * Caller does not hold the lock; 0 or -1 (out of memory, k unchanged but for
+ * what it had).
+ */
+static int
+pk_retire(struct proxy_keys *k)
+{
+	struct proxy_keys *o;
+	struct proxy_secret *v;
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&proxy_keys_lock);
+	for (o = proxy_keys_live; o != NULL && rc == 0; o = o->pk_live) {
+		for (i = 0; i < o->pk_nsecrets && rc == 0; i++) {
+			if (pk_has_value(k->pk_secrets, k->pk_nsecrets,
+			    &o->pk_secrets[i]) || pk_has_value(k->pk_retired,
+			    k->pk_nretired, &o->pk_secrets[i]))
+				continue;
+			if ((v = reallocarray(k->pk_retired, k->pk_nretired + 1,
+			    sizeof(*v))) == NULL) {
+				rc = -1;
+				break;
+			}
+			k->pk_retired = v;
+			if (pk_secret_copy(&v[k->pk_nretired],
+			    &o->pk_secrets[i]) == -1) {
+				rc = -1;
+				break;
+			}
+			k->pk_nretired++;
+		}
+	}
+	pthread_mutex_unlock(&proxy_keys_lock);
+	if (rc == 0 && k->pk_nretired > 0)
+		rc = pk_val_build(k);
+	return rc;
+}
+
+int
 proxy_keys_set(struct proxy_keys *k)
 {
 	struct proxy_keys *old;
 
+	if (k != NULL && pk_retire(k) == -1)
+		return -1;
 	pthread_mutex_lock(&proxy_keys_lock);
 	old = proxy_keys_cur;
 	proxy_keys_cur = k;
+	if (k != NULL) {
+		k->pk_live = proxy_keys_live;
+		proxy_keys_live = k;
+	}
 	pthread_mutex_unlock(&proxy_keys_lock);
 	proxy_keys_put(old);
+	return 0;
+}
+
+const char *
+proxy_keys_secret_name(const struct proxy_keys *k, int id)
+{
+	if (k == NULL || id < 0)
+		return NULL;
+	if ((size_t)id < k->pk_nsecrets)
+		return k->pk_secrets[id].ps_name;
+	if ((size_t)id - k->pk_nsecrets < k->pk_nretired)
+		return k->pk_retired[(size_t)id - k->pk_nsecrets].ps_name;
+	return NULL;
 }
 
 struct proxy_keys *

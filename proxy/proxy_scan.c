@@ -661,8 +661,13 @@ scan_find(const struct scan_set *set, const uint8_t *buf, size_t len,
 	if ((tok = scan_basic_token(buf, len)) == 0)
 		return 0;
 	cap = (len - tok) / 4 * 3 + 3;
-	if ((dec = malloc(cap)) == NULL)
-		return 0;	/* the raw scan above still ran */
+	if ((dec = malloc(cap)) == NULL) {
+		/* Fail closed: credentials that could not be looked into count as found. */
+		m->sm_id = -1;
+		m->sm_enc = SCAN_ENC_BASIC;
+		m->sm_end = len;
+		return 1;
+	}
 	if (scan_b64_decode(buf + tok, len - tok, dec, &dl) == 0) {
 		scan_stream_init(&s, set);
 		if (scan_stream_feed(&s, dec, dl, m)) {

@@ -118,7 +118,8 @@ int	scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
 /*
  * One-shot detection in one value (a header value, a URL): scan_stream over buf,
  * and additionally, for a value "Basic <base64>" (case-insensitive scheme), over its
- * decoded credentials (SCAN_ENC_BASIC).  1 with *m if found, 0 if not.
+ * decoded credentials (SCAN_ENC_BASIC).  1 with *m if found, 0 if not.  When the
+ * credentials cannot be decoded for want of memory, 1 with sm_id -1 (fail closed).
  */
 int	scan_find(const struct scan_set *set, const uint8_t *buf, size_t len,
 	    struct scan_match *m);

@@ -487,6 +487,17 @@ vault_secret_put(struct vault *v, const char *name, const char *const *hosts,
 		    "(got %zu)", name, VAULT_VALUE_MAX, value->n);
 		goto out;
 	}
+	/*
+	 * A value goes into header fields: CR or LF would split the head it is
+	 * injected into (a request smuggled past every check), NUL truncates it.
+	 */
+	if (memchr(value->p, '\r', value->n) != NULL ||
+	    memchr(value->p, '\n', value->n) != NULL ||
+	    memchr(value->p, '\0', value->n) != NULL) {
+		snprintf(err, errlen, "secret '%s': the value contains CR, LF or NUL "
+		    "(it would split or cut the header it is injected into)", name);
+		goto out;
+	}
 	idx = vault_secret_find(v, name);
 	if (placeholder != NULL) {
 		if (!vault_placeholder_is_valid(placeholder)) {

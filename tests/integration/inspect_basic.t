@@ -135,19 +135,30 @@ sleep 0.3
 audit_has '"event":"request".*"dst":"api.test:443","tls":"inspect","method":"GET","path":"/","status":200,"decision":"allow","rule":"api","inject":\["canary"\]'
 ok $? "request record: method, path, status, rule, inject names"
 
-out=$(vcurl -H "X-Token: $PH" https://api.test/echo | keep)
-echo "$out" | grep -q "^X-Token: $PH"$'\r'"\?\$"
-ok $? "a placeholder in a header is substituted upstream and the echo comes back redacted"
-grep -q "^X-Token: $CANARY" "$T/rec-api.test"
-ok $? "... the origin received the value in X-Token"
+# A placeholder may stand only in a field the rule injects its secret into.
+code=$(vcurl -o "$T/o0" -w '%{http_code}' -H "X-Token: $PH" https://api.test/echo)
+cat "$T/o0" >>"$T/vm-received"
+[ "$code" = 403 ] && audit_has '"event":"exfil".*"dst":"api.test:443".*"reason":"placeholder_in_header".*"secret":"canary"'
+ok $? "placeholder in a field the rule does not inject into: 403 + exfil placeholder_in_header ($code)"
+! grep -q "^X-Token:" "$T/rec-api.test"
+ok $? "... nothing was substituted into it; the request never reached the origin"
+code=$(vcurl -o "$T/o0" -w '%{http_code}' -H "Authorization: Bearer $OPH" https://api.test/echo)
+cat "$T/o0" >>"$T/vm-received"
+[ "$code" = 403 ] && audit_has '"event":"exfil".*"dst":"api.test:443".*"reason":"placeholder_unbound_host".*"secret":"other"' &&
+    ! grep -q -- "$OTHER" "$T/rec-api.test"
+ok $? "another secret's placeholder in the injected field: refused, not overwritten ($code)"
+out=$(vcurl https://api.test/echo | keep)
+echo "$out" | grep -q "^Authorization: Bearer $PH"$'\r'"\?\$" && ! echo "$out" | grep -q -- "$CANARY"
+ok $? "the injected value echoed back comes back redacted to the placeholder"
 audit_has '"event":"exfil".*"reason":"secret_redacted".*"secret":"canary"'
 ok $? "... the redaction has an exfil record naming the secret"
 
-out=$(vcurl -H "X-Auth: Basic $(printf 'bot:%s' "$PH" | base64 -w0)" \
-    https://api.test/echo-chunked | keep)
+vcurl -o /dev/null -H "Authorization: Basic $(printf 'bot:%s' "$PH" | base64 -w0)" \
+    https://api.test/echo
 b=$(printf 'bot:%s' "$CANARY" | base64 -w0)
-grep -q "^X-Auth: Basic $b" "$T/rec-api.test"
-ok $? "Basic credentials: placeholder decoded, replaced, re-encoded upstream"
+grep -q "^Authorization: Basic $b" "$T/rec-api.test"
+ok $? "Basic credentials in the injected field: placeholder decoded, replaced, re-encoded"
+out=$(vcurl https://api.test/echo-chunked | keep)
 echo "$out" | grep -q "^Authorization: Bearer $PH"
 ok $? "chunked echo split in 7-byte chunks: the injected value redacted to the placeholder"
 
@@ -317,8 +328,8 @@ kill -HUP "$DPID"
 sleep 0.5
 vcurl -o /dev/null https://api.test/ && grep -q "^Authorization: Bearer $NEW" "$T/rec-api.test"
 ok $? "after vault put + reload, the new value is injected"
-out=$(vcurl -H "X-Token: $PH" https://api.test/echo | keep)
-echo "$out" | grep -q "^X-Token: $PH" && ! echo "$out" | grep -q -- "$NEW"
+out=$(vcurl https://api.test/echo | keep)
+echo "$out" | grep -q "^Authorization: Bearer $PH" && ! echo "$out" | grep -q -- "$NEW"
 ok $? "... and redacted from echoes"
 
 # --- limits.requests_per_second, per request ---------------------------------------

@@ -81,6 +81,17 @@ expect_err "longer than 65536"
 { head -c 65536 /dev/zero | tr '\0' a; echo; } >"$tmp/in"
 run vault put big --host a.example.com <"$tmp/in"
 expect_rc 0 "65536 bytes + newline accepted"
+for v in 'two\nlines' 'cr\rhere' 'nul\0byte' 'trailing-crlf\r\n\n'; do
+	printf "$v" >"$tmp/in"
+	run vault put ctl --host a.example.com <"$tmp/in"
+	expect_rc 2 "a value with CR, LF or NUL refused ($v)"
+	expect_err "contains CR, LF or NUL"
+done
+printf 'one-line-value\r\n' >"$tmp/in"
+run vault put ctl --host a.example.com <"$tmp/in"
+expect_rc 0 "control: one trailing CRLF is stripped, the value accepted"
+run vault rm ctl
+expect_rc 0 "... and removed again"
 printf 'x-ghp_AIRLOCK_11111111111111111111-x' >"$tmp/in"
 run vault put t2 --host a.example.com \
     --placeholder ghp_AIRLOCK_11111111111111111111 <"$tmp/in"

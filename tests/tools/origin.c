@@ -15,6 +15,9 @@
  * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip,
  * "/echo-ce2" with two fields, "identity" then "gzip".
  * "GET /ws" answers 101 (websocket) and then echoes raw bytes, like banner.
+ * "GET /reflect/reason/TEXT" answers with TEXT as its reason phrase,
+ * "GET /reflect/field/TEXT" with a field named TEXT (TEXT: up to 200 bytes of the
+ * path): an origin that puts what it was sent where no value is scanned.
  * Prints "ready" on stdout once listening.
  *
  * With $ORIGIN_RECORD set, every byte a connection receives (after TLS: the HTTP
@@ -140,6 +143,32 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 	return 0;
 }
 
+/* /reflect/reason/TEXT and /reflect/field/TEXT (see the top).  0: close. */
+static int
+serve_reflect(const char *req)
+{
+	char text[201], hdr[512];
+	const char *p = req + 13, *e;
+	int field;
+
+	field = strncmp(p, "field/", 6) == 0;
+	if (!field && strncmp(p, "reason/", 7) != 0)
+		return 0;
+	p += field ? 6 : 7;
+	if ((e = strchr(p, ' ')) == NULL || e - p > 200 || e == p)
+		return 0;
+	memcpy(text, p, (size_t)(e - p));
+	text[e - p] = '\0';
+	if (field)
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\n%s: 1\r\n"
+		    "Content-Length: 3\r\nConnection: close\r\n\r\nok\n", text);
+	else
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 %s\r\n"
+		    "Content-Length: 3\r\nConnection: close\r\n\r\nok\n", text);
+	(void)io_write(hdr, strlen(hdr));
+	return 0;
+}
+
 /*
  * One request from req[*have] (bytes of a next request stay there).  Returns 1 to
  * serve another on the same connection (a path under /ka: keep-alive, for request
@@ -164,6 +193,8 @@ serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 	used = (size_t)(end + 4 - req);
 	if (strchr(req, '/') != NULL && strncmp(strchr(req, '/'), "/echo", 5) == 0)
 		return serve_echo(req, used, have, reqlen);
+	if (strncmp(req, "GET /reflect/", 13) == 0)
+		return serve_reflect(req);
 	if (strncmp(req, "GET /ws ", 8) == 0) {
 		static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\n"
 		    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
