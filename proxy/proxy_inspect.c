@@ -1499,7 +1499,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	pi->pi_conn = c;
 	pi->pi_status = -1;
 	pi->pi_redacted_id = -1;
-	pi->pi_keys = proxy_keys_get();
+	pi->pi_keys = proxy_policy_keys(c->pc_policy);	/* its policy's (issue 11) */
 	pi->pi_tc.tc_keys = pi->pi_keys;
 	c->pc_state = PC_INSPECT;
 	if (c->pc_proto == POLICY_PROTO_HTTP && pi->pi_keys != NULL) {

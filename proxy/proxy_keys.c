@@ -8,10 +8,20 @@
  *	nsecrets, per secret: blob name, blob placeholder, nhosts, blob host...,
  *	    blob value
  *	host CA present (0/1) [, blob certificate PEM]
- *	ncas, per sandbox: blob name, status (0 ok), blob error, [blob key PEM,
- *	    blob certificate PEM when ok]
+ *	ncas, per sandbox: blob name, blob policy hash, status (0 ok), blob error,
+ *	    [blob key PEM, blob certificate PEM when ok]
  * A blob is a uint32_t length and the bytes.  Buffers that held values or keys are
  * wiped before they are freed.
+ *
+ * A sandbox's CA goes in together with its policy or not at all (issue 11: a refused
+ * reload used to leave the sandbox's old policy without a CA).  So each CA entry
+ * names the policy it was synced for (the SHA-256 of the file's bytes), and the
+ * unprivileged side accepts a policy only with the key image whose entry carries its
+ * hash (proxy_keys_for_policy()); a policy it refuses keeps the image it came in
+ * with.  The reader makes (or reissues) a CA on disk only for a policy that will be
+ * accepted as far as it can tell: one that loads and passes the vault binding check
+ * (proxy_keys_check_policy) against the vault in this same image, so a typo or a bad
+ * binding never rotates the CA the VM trusts.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,7 +42,7 @@
 #include "proxy_scan.h"
 #include "vault.h"
 
-#define PK_MAGIC	"AKM1"
+#define PK_MAGIC	"AKM2"
 #define PK_BLOB_MAX	(VAULT_VALUE_MAX + 1024)
 #define PK_CAS_MAX	4096
 #define PK_LEAF_CACHE	1024
@@ -197,8 +207,8 @@ pk_build_hostca(const char *state_dir, struct pk_buf *b)
 }
 
 static void
-pk_build_ca(const char *state_dir, const struct proxy_keys_src *s, struct pk_buf *b,
-    int *counted)
+pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
+    const struct proxy_keys *kv, struct pk_buf *b, int *counted)
 {
 	struct policy *p;
 	struct ca *ca = NULL;
@@ -217,8 +227,12 @@ pk_build_ca(const char *state_dir, const struct proxy_keys_src *s, struct pk_buf
 	}
 	if ((n = pk_inspect_names(p, names)) == 0)
 		goto out;
+	/* The unprivileged side refuses it for this: leave its CA as it is. */
+	if (proxy_keys_check_policy(kv, p, err, sizeof(err)) == -1)
+		goto out;
 	*counted = 1;
 	pk_str(b, s->ks_sandbox);
+	pk_str(b, p->p_hash);
 	if (ca_sandbox_sync(state_dir, s->ks_sandbox, names, n, &reissued, err,
 	    sizeof(err)) != CA_OK ||
 	    (ca = ca_load(state_dir, s->ks_sandbox, NULL, err, sizeof(err))) == NULL) {
@@ -253,7 +267,10 @@ proxy_keys_build(const char *state_dir, const struct proxy_keys_src *src, size_t
     uint8_t **out, size_t *outlen)
 {
 	struct pk_buf b = { NULL, 0, 0, 0 }, cas = { NULL, 0, 0, 0 };
+	struct proxy_keys *kv = NULL;
+	uint32_t none = 0;
 	size_t i, ncas = 0;
+	char err[256];
 	int counted;
 
 	*out = NULL;
@@ -261,10 +278,17 @@ proxy_keys_build(const char *state_dir, const struct proxy_keys_src *src, size_t
 	pk_put(&b, PK_MAGIC, 4);
 	pk_build_vault(state_dir, &b);
 	pk_build_hostca(state_dir, &b);
+	/* The vault as the unprivileged side will see it, for the binding check. */
+	pk_put(&b, &none, sizeof(none));
+	if (!b.failed) {
+		kv = proxy_keys_parse(b.p, b.len, err, sizeof(err));
+		b.len -= sizeof(none);
+	}
 	for (i = 0; i < n && i < PK_CAS_MAX; i++) {
-		pk_build_ca(state_dir, &src[i], &cas, &counted);
+		pk_build_ca(state_dir, &src[i], kv, &cas, &counted);
 		ncas += (size_t)counted;
 	}
+	proxy_keys_put(kv);
 	pk_u32(&b, (uint32_t)ncas);
 	pk_put(&b, cas.p, cas.len);
 	if (cas.p != NULL)
@@ -437,8 +461,11 @@ pk_parse_ca(struct pk_rd *r, struct proxy_sbca *c)
 	size_t klen, clen;
 	char *e;
 
-	if ((c->pc_sandbox = pk_get_str(r)) == NULL)
+	if ((c->pc_sandbox = pk_get_str(r)) == NULL ||
+	    (e = pk_get_str(r)) == NULL)
 		return -1;
+	snprintf(c->pc_policy_hash, sizeof(c->pc_policy_hash), "%s", e);
+	free(e);
 	if (pk_get_u32(r) != 0) {
 		if ((e = pk_get_str(r)) == NULL)
 			return -1;
@@ -703,6 +730,34 @@ proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 				return -1;
 			}
 		}
+	}
+	return 0;
+}
+
+int
+proxy_keys_for_policy(const struct proxy_keys *k, const char *sandbox,
+    const struct policy *p, char *err, size_t errlen)
+{
+	const struct proxy_sbca *c;
+	size_t i;
+
+	for (i = 0; i < p->p_nrules; i++)
+		if (!p->p_rules[i].pr_is_cidr &&
+		    p->p_rules[i].pr_proto == POLICY_PROTO_TLS &&
+		    p->p_rules[i].pr_tls == POLICY_TLS_INSPECT)
+			break;
+	if (i == p->p_nrules)
+		return 0;	/* inspects nothing: needs no CA */
+	if ((c = proxy_keys_ca(k, sandbox)) == NULL ||
+	    strcmp(c->pc_policy_hash, p->p_hash) != 0) {
+		snprintf(err, errlen, "no key material for this version of the "
+		    "policy (the key material did not reload, or the file changed "
+		    "during the reload)");
+		return -1;
+	}
+	if (c->pc_ca == NULL) {
+		snprintf(err, errlen, "no interception CA: %s", c->pc_error);
+		return -1;
 	}
 	return 0;
 }
