@@ -1366,6 +1366,8 @@ pi_client_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 	struct proxy_inspect *pi = c->pc_inspect;
+	struct bufferevent *u;
+	struct evbuffer_iovec iov;
 	unsigned long e;
 
 	if (what & BEV_EVENT_CONNECTED) {
@@ -1380,6 +1382,15 @@ pi_client_event(struct bufferevent *bev, short what, void *arg)
 		    ERR_reason_error_string(e) : "closed");
 		while (bufferevent_get_openssl_error(bev) != 0)
 			;
+		/*
+		 * The alert OpenSSL wrote (handshake_failure, no_application_protocol)
+		 * goes out before the close (peeked: the buffer's start is frozen).
+		 */
+		if ((u = bufferevent_get_underlying(bev)) != NULL &&
+		    bufferevent_getfd(u) != -1 &&
+		    evbuffer_peek(bufferevent_get_output(u), -1, NULL, &iov, 1) > 0)
+			(void)send(bufferevent_getfd(u), iov.iov_base, iov.iov_len,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
 		proxy_conn_close(c, "client_tls_failed", 0);
 		return;
 	}
