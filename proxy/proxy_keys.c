@@ -762,8 +762,8 @@ proxy_keys_for_policy(const struct proxy_keys *k, const char *sandbox,
 	return 0;
 }
 
-int
-proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x)
+static int
+pk_is_anchor(const struct proxy_keys *k, X509 *x)
 {
 	EVP_PKEY *a, *b;
 	size_t i;
@@ -779,6 +779,25 @@ proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x)
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * k's anchors, and the current image's: a connection may hold an older image (its
+ * sandbox's policy was kept on a reload) that does not know a CA made since.
+ */
+int
+proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x)
+{
+	struct proxy_keys *cur;
+	int rv;
+
+	if (pk_is_anchor(k, x))
+		return 1;
+	if ((cur = proxy_keys_get()) == NULL)
+		return 0;
+	rv = cur != k && pk_is_anchor(cur, x);
+	proxy_keys_put(cur);
+	return rv;
 }
 
 static void
