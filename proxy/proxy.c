@@ -151,7 +151,17 @@ proxy_policy_put(struct proxy_policy *pp)
 		return;
 	if (pp->pp_policy != &proxy_policy_none)
 		policy_free(pp->pp_policy);
+	proxy_keys_put(pp->pp_keys);
 	free(pp);
+}
+
+struct proxy_keys *
+proxy_policy_keys(const struct proxy_policy *pp)
+{
+	if (pp == NULL || pp->pp_keys == NULL)
+		return proxy_keys_get();
+	__atomic_add_fetch(&pp->pp_keys->pk_refs, 1, __ATOMIC_RELAXED);
+	return pp->pp_keys;
 }
 
 static int
@@ -669,14 +679,15 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 }
 
 /*
- * The key material: through the root reader if there is one, else read here.
- * Installs it as current.  A vault that exists but cannot be used (tampered, wrong
- * key, loose permissions) is an error: at start airlockd exits, on a reload the
- * previous key material stays.  No vault is not an error: nothing can be injected,
- * and a policy that injects does not load.
+ * The key material: through the root reader if there is one, else read here, into
+ * *out (one reference; not installed: the caller gives it to the policies that go
+ * in with it, then makes it current).  A vault that exists but cannot be used
+ * (tampered, wrong key, loose permissions) is an error: at start airlockd exits, on
+ * a reload the previous key material stays.  No vault is not an error: nothing can
+ * be injected, and a policy that injects does not load.
  */
 static int
-proxy_keys_reload(char *err, size_t errlen)
+proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen)
 {
 	struct proxy_state st;
 	struct proxy_keys_src *src = NULL;
@@ -688,6 +699,7 @@ proxy_keys_reload(char *err, size_t errlen)
 	uint32_t u;
 	char c = 'K';
 
+	*out = NULL;
 	if (proxy_reader_fd == -1) {
 		if (proxy_state_read_local(&st, err, errlen) == -1)
 			memset(&st, 0, sizeof(st));
@@ -751,11 +763,7 @@ proxy_keys_reload(char *err, size_t errlen)
 			log_warnx("sandbox %s: no interception CA (%s): its inspect "
 			    "rules refuse connections", k->pk_cas[i].pc_sandbox,
 			    k->pk_cas[i].pc_error);
-	if (proxy_keys_set(k) == -1) {
-		proxy_fmt(err, errlen, "key material: out of memory");
-		proxy_keys_put(k);
-		return -1;
-	}
+	*out = k;
 	return 0;
  broken:
 	proxy_keys_image_free(img, len);
@@ -822,7 +830,8 @@ proxy_reply_error(const char *fmt, ...)
  * "unchanged", "kept" (load failed, previous policy stays), "refused".
  */
 static json_t *
-proxy_apply_rec(const struct proxy_rec *r, const char *source, int *failed)
+proxy_apply_rec(const struct proxy_rec *r, const char *source,
+    struct proxy_keys *keys, int *failed)
 {
 	const struct sandbox *sb = &r->pr_sb;
 	struct policy_errors errs = { 0 };
@@ -853,19 +862,20 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source, int *failed)
 			    json_string("policy failed to load"));
 		policy_errors_free(&errs);
 	}
-	if (p != NULL) {
-		struct proxy_keys *keys = proxy_keys_get();
+	/*
+	 * A policy injecting a secret the vault does not bind, or one without the
+	 * CA made for it: load error, and the previous policy stays with the key
+	 * material it came in with.
+	 */
+	if (p != NULL &&
+	    (proxy_keys_check_policy(keys, p, line, sizeof(line)) == -1 ||
+	    proxy_keys_for_policy(keys, sb->sb_name, p, line, sizeof(line)) == -1)) {
+		char msg[1100];
 
-		/* A policy injecting a secret the vault does not bind: load error. */
-		if (proxy_keys_check_policy(keys, p, line, sizeof(line)) == -1) {
-			char msg[1100];
-
-			proxy_fmt(msg, sizeof(msg), "%s: %s", sb->sb_policy, line);
-			json_array_append_new(jerrs, json_string(msg));
-			policy_free(p);
-			p = NULL;
-		}
-		proxy_keys_put(keys);
+		proxy_fmt(msg, sizeof(msg), "%s: %s", sb->sb_policy, line);
+		json_array_append_new(jerrs, json_string(msg));
+		policy_free(p);
+		p = NULL;
 	}
 	if (json_array_size(jerrs) > 0)
 		proxy_fmt(first, sizeof(first), "%s",
@@ -874,6 +884,10 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source, int *failed)
 		policy_free(p);
 		p = NULL;
 		proxy_fmt(first, sizeof(first), "out of memory");
+	}
+	if (pp != NULL && keys != NULL) {
+		__atomic_add_fetch(&keys->pk_refs, 1, __ATOMIC_RELAXED);
+		pp->pp_keys = keys;
 	}
 
 	proxy_reg_wrlock();
@@ -1022,18 +1036,25 @@ json_t *
 proxy_cmd_reload(const char *source)
 {
 	struct proxy_state st;
+	struct proxy_keys *keys;
 	json_t *reply, *list, *removed;
 	char err[512], **names = NULL;
 	size_t i, j, nnames = 0;
 	int failed, nfailed = 0;
 
-	/* The key material first: the policies are checked against the vault. */
-	if (proxy_keys_reload(err, sizeof(err)) == -1) {
+	/*
+	 * The key material first: the policies are checked against the vault, and
+	 * each policy that goes in takes this image with it (its sandbox's CA); a
+	 * policy refused keeps the image it came in with.
+	 */
+	if (proxy_keys_load(&keys, err, sizeof(err)) == -1) {
 		if (strcmp(source, "start") == 0)
 			return proxy_reply_error("%s", err);
 		log_warnx("reload: %s (previous key material stays)", err);
+		keys = proxy_keys_get();
 	}
 	if (proxy_state_read(&st, err, sizeof(err)) == -1) {
+		proxy_keys_put(keys);
 		/* At start the caller says it, as the one line before exiting. */
 		if (strcmp(source, "start") != 0)
 			log_warnx("reload: %s", err);
@@ -1043,8 +1064,12 @@ proxy_cmd_reload(const char *source)
 	removed = json_array();
 	for (i = 0; i < st.st_n; i++) {
 		json_array_append_new(list, proxy_apply_rec(&st.st_v[i], source,
-		    &failed));
+		    keys, &failed));
 		nfailed += failed;
+	}
+	if (proxy_keys_set(keys) == -1) {	/* taken over */
+		log_warnx("key material: out of memory (previous key material stays)");
+		proxy_keys_put(keys);
 	}
 	/* Records that disappeared: their sandboxes go, with their connections. */
 	proxy_reg_wrlock();
@@ -1076,25 +1101,38 @@ json_t *
 proxy_cmd_sandbox_add(const char *name)
 {
 	struct proxy_state st;
+	struct proxy_keys *keys;
 	json_t *res, *reply;
 	char err[512];
 	size_t i;
 	int failed;
 
-	/* A new sandbox may inspect: its CA is made now. */
-	if (proxy_keys_reload(err, sizeof(err)) == -1)
+	/*
+	 * A new sandbox may inspect: its CA is made now.  The other sandboxes keep
+	 * the key material their policies went in with.
+	 */
+	if (proxy_keys_load(&keys, err, sizeof(err)) == -1) {
 		log_warnx("sandbox_add: %s (previous key material stays)", err);
-	if (proxy_state_read(&st, err, sizeof(err)) == -1)
+		keys = proxy_keys_get();
+	}
+	if (proxy_state_read(&st, err, sizeof(err)) == -1) {
+		proxy_keys_put(keys);
 		return proxy_reply_error("%s", err);
+	}
 	for (i = 0; i < st.st_n; i++)
 		if (strcmp(st.st_v[i].pr_sb.sb_name, name) == 0)
 			break;
 	if (i == st.st_n) {
 		proxy_state_free(&st);
+		proxy_keys_put(keys);
 		return proxy_reply_error("no record for sandbox %s in %s/sandboxes",
 		    name, proxy_cfg.state_dir);
 	}
-	res = proxy_apply_rec(&st.st_v[i], "control", &failed);
+	res = proxy_apply_rec(&st.st_v[i], "control", keys, &failed);
+	if (proxy_keys_set(keys) == -1) {	/* taken over */
+		log_warnx("key material: out of memory (previous key material stays)");
+		proxy_keys_put(keys);
+	}
 	proxy_state_free(&st);
 	proxy_recheck_all();
 	if (failed) {

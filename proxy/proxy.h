@@ -19,6 +19,7 @@
 
 struct event_base;
 struct evdns_base;
+struct proxy_keys;
 struct proxy_map;
 
 /*
@@ -29,6 +30,7 @@ struct proxy_map;
  */
 struct proxy_policy {
 	struct policy	*pp_policy;
+	struct proxy_keys *pp_keys;	/* the key material it went in with, or NULL */
 	unsigned int	 pp_refs;	/* atomic */
 };
 
@@ -129,6 +131,12 @@ void	proxy_sandbox_put(struct proxy_sandbox *ps);
  */
 struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
 void	proxy_policy_put(struct proxy_policy *pp);
+/*
+ * The key material pp went in with (its sandbox's CA, the vault it was checked
+ * against), referenced: put it with proxy_keys_put().  The current one if pp has
+ * none (or pp is NULL); NULL before the first load.
+ */
+struct proxy_keys *proxy_policy_keys(const struct proxy_policy *pp);
 /* The daemon's configuration and audit log (valid for the process lifetime). */
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);

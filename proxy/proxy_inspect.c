@@ -1482,6 +1482,8 @@ pi_client_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 	struct proxy_inspect *pi = c->pc_inspect;
+	struct bufferevent *u;
+	struct evbuffer_iovec iov;
 	unsigned long e;
 
 	if (what & BEV_EVENT_CONNECTED) {
@@ -1496,6 +1498,15 @@ pi_client_event(struct bufferevent *bev, short what, void *arg)
 		    ERR_reason_error_string(e) : "closed");
 		while (bufferevent_get_openssl_error(bev) != 0)
 			;
+		/*
+		 * The alert OpenSSL wrote (handshake_failure, no_application_protocol)
+		 * goes out before the close (peeked: the buffer's start is frozen).
+		 */
+		if ((u = bufferevent_get_underlying(bev)) != NULL &&
+		    bufferevent_getfd(u) != -1 &&
+		    evbuffer_peek(bufferevent_get_output(u), -1, NULL, &iov, 1) > 0)
+			(void)send(bufferevent_getfd(u), iov.iov_base, iov.iov_len,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
 		proxy_conn_close(c, "client_tls_failed", 0);
 		return;
 	}
@@ -1602,6 +1613,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	struct proxy_sbca *ca;
 	struct bufferevent *f;
 	struct timeval tv = { PI_HANDSHAKE_TIMEOUT, 0 };
+	struct proxy_keys *ck;
 	X509 *leaf = NULL;
 	SSL *ssl = NULL;
 	char err[256];
@@ -1615,6 +1627,11 @@ proxy_inspect_start(struct proxy_conn *c)
 	pi->pi_conn = c;
 	pi->pi_status = -1;
 	pi->pi_redacted_id = -1;
+	/*
+	 * Secrets: the vault as it is now, again at every request (a removal or a
+	 * rotation is never held back).  The CA: the one the sandbox's policy went in
+	 * with (a refused reload keeps both; proxy_policy_keys()).
+	 */
 	pi->pi_keys = proxy_keys_get();
 	pi->pi_tc.tc_keys = pi->pi_keys;
 	c->pc_state = PC_INSPECT;
@@ -1635,9 +1652,12 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_conn_dial(c);
 		return;
 	}
-	if (pi->pi_keys == NULL || w->pw_tls_in == NULL || w->pw_tls_out == NULL ||
-	    (ca = proxy_keys_ca(pi->pi_keys, c->pc_sandbox->ps_rec.sb_name)) ==
-	    NULL || ca->pc_ca == NULL) {
+	ck = proxy_policy_keys(c->pc_policy);
+	if (pi->pi_keys == NULL || ck == NULL || w->pw_tls_in == NULL ||
+	    w->pw_tls_out == NULL ||
+	    (ca = proxy_keys_ca(ck, c->pc_sandbox->ps_rec.sb_name)) == NULL ||
+	    ca->pc_ca == NULL) {
+		proxy_keys_put(ck);
 		/* No CA for this sandbox: refuse with an alert, never splice. */
 		if ((fd = bufferevent_getfd(c->pc_client)) != -1) {
 			static const unsigned char alert[7] =
@@ -1651,11 +1671,13 @@ proxy_inspect_start(struct proxy_conn *c)
 	}
 	if (ca_leaf_get(ca->pc_cache, ca->pc_ca, c->pc_name, proxy_keys_leaf_key(),
 	    &leaf, err, sizeof(err)) != CA_OK) {
+		proxy_keys_put(ck);
 		log_warnx("sandbox %s: no leaf for %s: %s", pi_sandbox(c), c->pc_name,
 		    err);
 		proxy_conn_close(c, "inspect_unavailable", 1);
 		return;
 	}
+	proxy_keys_put(ck);	/* the leaf is referenced on its own */
 	if ((ssl = SSL_new(w->pw_tls_in)) == NULL ||
 	    proxy_tls_server_set_leaf(ssl, leaf, proxy_keys_leaf_key()) == -1) {
 		X509_free(leaf);

@@ -48,6 +48,7 @@ struct proxy_secret {
 /* One sandbox's interception CA and its leaf cache. */
 struct proxy_sbca {
 	char		*pc_sandbox;
+	char		 pc_policy_hash[65];	/* the policy it was synced for */
 	struct ca	*pc_ca;			/* NULL: pc_error says why */
 	struct ca_leaf_cache *pc_cache;
 	char		 pc_error[200];
@@ -125,6 +126,14 @@ struct proxy_sbca *proxy_keys_ca(const struct proxy_keys *k, const char *sandbox
  */
 int	proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 	    char *err, size_t errlen);
+/*
+ * Can policy p of sandbox go in with key image k?  Yes (0) if p inspects nothing,
+ * or if k holds a usable CA synced for exactly this policy (same hash); else -1 with
+ * why in err (the CA could not be made, or the file changed between the two reads of
+ * a reload).
+ */
+int	proxy_keys_for_policy(const struct proxy_keys *k, const char *sandbox,
+	    const struct policy *p, char *err, size_t errlen);
 /* 1 if x is (has the key of) one of airlock's own CAs. */
 int	proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x);
 /* The process's one leaf key (made on first use, before the privilege drop). */

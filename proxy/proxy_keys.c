@@ -8,10 +8,20 @@
  *	nsecrets, per secret: blob name, blob placeholder, nhosts, blob host...,
  *	    blob value
  *	host CA present (0/1) [, blob certificate PEM]
- *	ncas, per sandbox: blob name, status (0 ok), blob error, [blob key PEM,
- *	    blob certificate PEM when ok]
+ *	ncas, per sandbox: blob name, blob policy hash, status (0 ok), blob error,
+ *	    [blob key PEM, blob certificate PEM when ok]
  * A blob is a uint32_t length and the bytes.  Buffers that held values or keys are
  * wiped before they are freed.
+ *
+ * A sandbox's CA goes in together with its policy or not at all (issue 11: a refused
+ * reload used to leave the sandbox's old policy without a CA).  So each CA entry
+ * names the policy it was synced for (the SHA-256 of the file's bytes), and the
+ * unprivileged side accepts a policy only with the key image whose entry carries its
+ * hash (proxy_keys_for_policy()); a policy it refuses keeps the image it came in
+ * with.  The reader makes (or reissues) a CA on disk only for a policy that will be
+ * accepted as far as it can tell: one that loads and passes the vault binding check
+ * (proxy_keys_check_policy) against the vault in this same image, so a typo or a bad
+ * binding never rotates the CA the VM trusts.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,7 +42,7 @@
 #include "proxy_scan.h"
 #include "vault.h"
 
-#define PK_MAGIC	"AKM1"
+#define PK_MAGIC	"AKM2"
 #define PK_BLOB_MAX	(VAULT_VALUE_MAX + 1024)
 #define PK_CAS_MAX	4096
 #define PK_LEAF_CACHE	1024
@@ -199,8 +209,8 @@ pk_build_hostca(const char *state_dir, struct pk_buf *b)
 }
 
 static void
-pk_build_ca(const char *state_dir, const struct proxy_keys_src *s, struct pk_buf *b,
-    int *counted)
+pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
+    const struct proxy_keys *kv, struct pk_buf *b, int *counted)
 {
 	struct policy *p;
 	struct ca *ca = NULL;
@@ -219,8 +229,12 @@ pk_build_ca(const char *state_dir, const struct proxy_keys_src *s, struct pk_buf
 	}
 	if ((n = pk_inspect_names(p, names)) == 0)
 		goto out;
+	/* The unprivileged side refuses it for this: leave its CA as it is. */
+	if (proxy_keys_check_policy(kv, p, err, sizeof(err)) == -1)
+		goto out;
 	*counted = 1;
 	pk_str(b, s->ks_sandbox);
+	pk_str(b, p->p_hash);
 	if (ca_sandbox_sync(state_dir, s->ks_sandbox, names, n, &reissued, err,
 	    sizeof(err)) != CA_OK ||
 	    (ca = ca_load(state_dir, s->ks_sandbox, NULL, err, sizeof(err))) == NULL) {
@@ -255,7 +269,10 @@ proxy_keys_build(const char *state_dir, const struct proxy_keys_src *src, size_t
     uint8_t **out, size_t *outlen)
 {
 	struct pk_buf b = { NULL, 0, 0, 0 }, cas = { NULL, 0, 0, 0 };
+	struct proxy_keys *kv = NULL;
+	uint32_t none = 0;
 	size_t i, ncas = 0;
+	char err[256];
 	int counted;
 
 	*out = NULL;
@@ -263,10 +280,17 @@ proxy_keys_build(const char *state_dir, const struct proxy_keys_src *src, size_t
 	pk_put(&b, PK_MAGIC, 4);
 	pk_build_vault(state_dir, &b);
 	pk_build_hostca(state_dir, &b);
+	/* The vault as the unprivileged side will see it, for the binding check. */
+	pk_put(&b, &none, sizeof(none));
+	if (!b.failed) {
+		kv = proxy_keys_parse(b.p, b.len, err, sizeof(err));
+		b.len -= sizeof(none);
+	}
 	for (i = 0; i < n && i < PK_CAS_MAX; i++) {
-		pk_build_ca(state_dir, &src[i], &cas, &counted);
+		pk_build_ca(state_dir, &src[i], kv, &cas, &counted);
 		ncas += (size_t)counted;
 	}
+	proxy_keys_put(kv);
 	pk_u32(&b, (uint32_t)ncas);
 	pk_put(&b, cas.p, cas.len);
 	if (cas.p != NULL)
@@ -442,8 +466,11 @@ pk_parse_ca(struct pk_rd *r, struct proxy_sbca *c)
 	size_t klen, clen;
 	char *e;
 
-	if ((c->pc_sandbox = pk_get_str(r)) == NULL)
+	if ((c->pc_sandbox = pk_get_str(r)) == NULL ||
+	    (e = pk_get_str(r)) == NULL)
 		return -1;
+	snprintf(c->pc_policy_hash, sizeof(c->pc_policy_hash), "%s", e);
+	free(e);
 	if (pk_get_u32(r) != 0) {
 		if ((e = pk_get_str(r)) == NULL)
 			return -1;
@@ -686,6 +713,8 @@ pk_retire(struct proxy_keys *k)
 
 	pthread_mutex_lock(&proxy_keys_lock);
 	for (o = proxy_keys_live; o != NULL && rc == 0; o = o->pk_live) {
+		if (o == k)
+			continue;
 		for (i = 0; i < o->pk_nsecrets && rc == 0; i++) {
 			if (pk_has_value(k->pk_secrets, k->pk_nsecrets,
 			    &o->pk_secrets[i]) || pk_has_value(k->pk_retired,
@@ -716,6 +745,14 @@ proxy_keys_set(struct proxy_keys *k)
 {
 	struct proxy_keys *old;
 
+	pthread_mutex_lock(&proxy_keys_lock);
+	if (k != NULL && k == proxy_keys_cur) {
+		/* Installed already (a reload that kept it): drop the caller's ref. */
+		pthread_mutex_unlock(&proxy_keys_lock);
+		proxy_keys_put(k);
+		return 0;
+	}
+	pthread_mutex_unlock(&proxy_keys_lock);
 	if (k != NULL && pk_retire(k) == -1)
 		return -1;
 	pthread_mutex_lock(&proxy_keys_lock);
@@ -850,7 +887,35 @@ proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 }
 
 int
-proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x)
+proxy_keys_for_policy(const struct proxy_keys *k, const char *sandbox,
+    const struct policy *p, char *err, size_t errlen)
+{
+	const struct proxy_sbca *c;
+	size_t i;
+
+	for (i = 0; i < p->p_nrules; i++)
+		if (!p->p_rules[i].pr_is_cidr &&
+		    p->p_rules[i].pr_proto == POLICY_PROTO_TLS &&
+		    p->p_rules[i].pr_tls == POLICY_TLS_INSPECT)
+			break;
+	if (i == p->p_nrules)
+		return 0;	/* inspects nothing: needs no CA */
+	if ((c = proxy_keys_ca(k, sandbox)) == NULL ||
+	    strcmp(c->pc_policy_hash, p->p_hash) != 0) {
+		snprintf(err, errlen, "no key material for this version of the "
+		    "policy (the key material did not reload, or the file changed "
+		    "during the reload)");
+		return -1;
+	}
+	if (c->pc_ca == NULL) {
+		snprintf(err, errlen, "no interception CA: %s", c->pc_error);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+pk_is_anchor(const struct proxy_keys *k, X509 *x)
 {
 	EVP_PKEY *a, *b;
 	size_t i;
@@ -866,6 +931,25 @@ proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x)
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * k's anchors, and the current image's: a connection may hold an older image (its
+ * sandbox's policy was kept on a reload) that does not know a CA made since.
+ */
+int
+proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x)
+{
+	struct proxy_keys *cur;
+	int rv;
+
+	if (pk_is_anchor(k, x))
+		return 1;
+	if ((cur = proxy_keys_get()) == NULL)
+		return 0;
+	rv = cur != k && pk_is_anchor(cur, x);
+	proxy_keys_put(cur);
+	return rv;
 }
 
 static void

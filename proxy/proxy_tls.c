@@ -1,16 +1,32 @@
 /*
  * proxy/proxy_tls.c: the TLS contexts of inspect mode, one pair per worker.
  *
- * Towards the VM (server side): TLS 1.2 and 1.3 only; no renegotiation; no 0-RTT
- * (max early data 0); no session tickets and no session cache, so no session made
- * for one name can be resumed under another (every handshake is a full one, with
- * the leaf minted for the connection's verified name); ALPN selects http/1.1 and
- * nothing else (a client offering only h2 gets no ALPN and speaks HTTP/1.1 or
- * leaves).  The certificate and key are set per connection (proxy_inspect.c).
+ * Towards the VM (server side): TLS 1.2 and 1.3 only; on TLS 1.2 only ECDHE with an
+ * AEAD (AES-GCM, CHACHA20-POLY1305), and only with the extended master secret (RFC
+ * 7627: without it a man in the middle can synchronise two sessions' keys, the
+ * triple handshake); TLS 1.3's suites are AEAD anyway (CCM left out).  No
+ * renegotiation; no 0-RTT (max early data 0); no session tickets and no session
+ * cache, so no session made for one name can be resumed under another (every
+ * handshake is a full one, with the leaf minted for the connection's verified
+ * name).  ALPN: http/1.1 is what airlock speaks; a hello without ALPN speaks it
+ * implicitly, a hello whose ALPN offer lacks it (h2 only, h3, anything) gets the
+ * fatal no_application_protocol alert (RFC 7301 3.2), not a silent fallback.  The
+ * certificate and key are set per connection (proxy_inspect.c).
  *
- * Towards the origin (client side): TLS 1.2+, SSL_VERIFY_PEER against the system
- * store or upstream_ca_file, the host name checked with SSL_set1_host (set per
- * connection, with SNI), ALPN http/1.1.  The verify callback also refuses any
+ * OpenSSL 3.0 has no option that requires EMS on a server (SSL_get_extms_support
+ * answers only once the handshake is over), so the ClientHello callback decides
+ * it: a hello that cannot negotiate TLS 1.3 (no 0x0304 in supported_versions) and
+ * does not offer the extended_master_secret extension is refused with a
+ * handshake_failure alert before any server message.
+ *
+ * Towards the origin (client side): TLS 1.2+, forward secrecy on TLS 1.2 (no RSA key
+ * exchange), SSL_VERIFY_PEER against the system store or upstream_ca_file, the host
+ * name checked with SSL_set1_host (set per connection, with SNI) against the
+ * subjectAltName DNS names only: a certificate's subject CN is never read as a host
+ * name (X509_CHECK_FLAG_NEVER_CHECK_SUBJECT; RFC 9525 6.3, as browsers do), so a
+ * certificate without a subjectAltName matches no name.  ALPN http/1.1.  CBC suites
+ * stay allowed upstream (the origin's choice; many still offer only them next to
+ * TLS 1.3).  The verify callback also refuses any
  * certificate in the chain that is one of airlock's own CAs (the host CA of `ca
  * init` or a sandbox CA, compared by key): a trust store that happens to contain one
  * (a test file, an operator's mistake) must not let airlock trust itself, or a
@@ -157,6 +173,7 @@ proxy_tls_sess_new(SSL *ssl, SSL_SESSION *sess)
 	return 0;
 }
 
+/* Called only for a hello with ALPN: http/1.1 or the fatal alert. */
 static int
 proxy_tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
@@ -175,8 +192,54 @@ proxy_tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen
 		}
 		i += 1 + n;
 	}
-	return SSL_TLSEXT_ERR_NOACK;
+	/* OpenSSL answers this with no_application_protocol (120). */
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
+
+/* 1 if the hello's supported_versions extension lists TLS 1.3. */
+static int
+proxy_tls_hello_has_tls13(SSL *ssl)
+{
+	const unsigned char *p;
+	size_t len, i;
+
+	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &p,
+	    &len) != 1 || len < 1 || p[0] != len - 1 || (len - 1) % 2 != 0)
+		return 0;
+	for (i = 1; i + 1 < len; i += 2)
+		if (p[i] == 0x03 && p[i + 1] == 0x04)
+			return 1;
+	return 0;
+}
+
+/*
+ * The ClientHello callback: a hello that would negotiate TLS 1.2 must offer the
+ * extended master secret (see the top of this file).
+ */
+static int
+proxy_tls_hello_cb(SSL *ssl, int *al, void *arg)
+{
+	const unsigned char *p;
+	size_t len;
+
+	(void)arg;
+	if (proxy_tls_hello_has_tls13(ssl) ||
+	    SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_extended_master_secret, &p,
+	    &len) == 1)
+		return SSL_CLIENT_HELLO_SUCCESS;
+	*al = SSL_AD_HANDSHAKE_FAILURE;
+	return SSL_CLIENT_HELLO_ERROR;
+}
+
+/* TLS 1.2 towards the VM: ECDHE and an AEAD, nothing else. */
+#define PROXY_TLS_SERVER_CIPHERS \
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:" \
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:" \
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+#define PROXY_TLS_SERVER_SUITES \
+	"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+/* TLS 1.2 towards origins: OpenSSL's default list without RSA key exchange. */
+#define PROXY_TLS_CLIENT_CIPHERS	"DEFAULT:!kRSA:!aNULL:!eNULL"
 
 SSL_CTX *
 proxy_tls_server_ctx(void)
@@ -185,12 +248,16 @@ proxy_tls_server_ctx(void)
 
 	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
 		return NULL;
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, PROXY_TLS_SERVER_CIPHERS) != 1 ||
+	    SSL_CTX_set_ciphersuites(ctx, PROXY_TLS_SERVER_SUITES) != 1) {
+		ERR_clear_error();
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET |
 	    SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_client_hello_cb(ctx, proxy_tls_hello_cb, NULL);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	(void)SSL_CTX_set_num_tickets(ctx, 0);
 	(void)SSL_CTX_set_max_early_data(ctx, 0);
@@ -243,7 +310,8 @@ proxy_tls_client_ctx(const char *ca_file, char *err, size_t errlen)
 		snprintf(err, errlen, "TLS: SSL_CTX_new failed");
 		return NULL;
 	}
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, PROXY_TLS_CLIENT_CIPHERS) != 1)
 		goto ssl_error;
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	/* Sessions go to proxy_tls_sess_new() only, never to OpenSSL's own store. */
@@ -288,7 +356,9 @@ proxy_tls_client_new(SSL_CTX *ctx, const char *name, struct proxy_tls_check *tc)
 
 	if ((ssl = SSL_new(ctx)) == NULL)
 		return NULL;
-	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	/* subjectAltName only: a CN is never a host name here (RFC 9525). */
+	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+	    X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (SSL_set_tlsext_host_name(ssl, name) != 1 ||
 	    SSL_set1_host(ssl, name) != 1 ||
 	    SSL_set_ex_data(ssl, proxy_tls_idx, tc) != 1) {

@@ -4,6 +4,8 @@
 #
 #	origin_ca DIR			test CA: DIR/ca.pem, DIR/ca.key
 #	origin_cert DIR NAME [NAME...]	leaf for the names: DIR/NAME.pem, DIR/NAME.key
+#					(ORIGIN_CERT_CN_ONLY=1: subject CN=NAME and no
+#					subjectAltName at all)
 #	origin_start NS MODE ADDR PORT NAME [CERT KEY]
 #					MODE tls|http|banner; waits until listening
 #	origin_stop_all			kills every origin started here
@@ -33,8 +35,12 @@ origin_cert() {
 	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
 	    -keyout "$dir/$name.key" -out "$dir/$name.csr" -subj "/CN=$name" \
 	    >/dev/null 2>&1 || return 1
-	printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" \
-	    >"$dir/$name.ext"
+	if [ -n "${ORIGIN_CERT_CN_ONLY:-}" ]; then
+		printf 'extendedKeyUsage=serverAuth\n' >"$dir/$name.ext"
+	else
+		printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" \
+		    >"$dir/$name.ext"
+	fi
 	openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.pem" \
 	    -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
 	    -extfile "$dir/$name.ext" -out "$dir/$name.pem" >/dev/null 2>&1

@@ -136,6 +136,25 @@ main(void)
 	    "host CA is an anchor");
 	ca_free(host);
 
+	/* The policy goes in only with the CA synced for it (issue 11). */
+	{
+		struct policy *p1 = pol(inspect), *p2 = pol("{\"policy\":\"p\","
+		    "\"rules\":[{\"id\":\"a\",\"host\":\"api.example.com\","
+		    "\"tls\":\"inspect\"}]}"), *p3 = pol(src[1].ks_policy);
+
+		ok(proxy_keys_for_policy(k, "sb1", p1, err, sizeof(err)) == 0,
+		    "the policy the CA was synced for: accepted");
+		ok(proxy_keys_for_policy(k, "sb1", p2, err, sizeof(err)) == -1,
+		    "another version of it: refused (%s)", err);
+		ok(proxy_keys_for_policy(k, "sb3", p1, err, sizeof(err)) == -1,
+		    "a sandbox without a CA in the image: refused");
+		ok(proxy_keys_for_policy(k, "sb2", p3, err, sizeof(err)) == 0,
+		    "a policy that inspects nothing needs no CA");
+		policy_free(p1);
+		policy_free(p2);
+		policy_free(p3);
+	}
+
 	/* The binding check. */
 	ok(check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\",\"host\":"
 	    "\"api.example.com\",\"inject\":[{\"secret\":\"tok\",\"header\":"
