@@ -50,6 +50,8 @@ struct policy_rule {
 	struct policy_inject *pr_inject;
 	size_t		 pr_ninject;
 	int		 pr_websocket;	/* http.websocket: Upgrade allowed */
+	int		 pr_forwarded;	/* http.forwarded: airlock adds its own
+					   Forwarded naming the sandbox */
 };
 
 struct policy_limits {

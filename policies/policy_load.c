@@ -683,7 +683,7 @@ static const char *const pl_top_keys[] = { "policy", "mode", "rules", "limits",
 static const char *const pl_rule_keys[] = { "id", "host", "cidr", "ports",
     "protocol", "tls", "http", "inject", NULL };
 static const char *const pl_http_keys[] = { "methods", "paths", "websocket",
-    NULL };
+    "forwarded", NULL };
 static const char *const pl_inject_keys[] = { "secret", "header", "value",
     NULL };
 static const char *const pl_limit_keys[] = { "connections",
@@ -911,6 +911,13 @@ pl_http(struct pl_ctx *c, json_t *obj, struct policy_rule *r)
 			    pl_type(j));
 		else
 			r->pr_websocket = json_is_true(j);
+	}
+	if ((j = json_object_get(obj, "forwarded")) != NULL) {
+		if (!json_is_boolean(j))
+			pl_err_key(c, "forwarded", "must be true or false, not %s",
+			    pl_type(j));
+		else
+			r->pr_forwarded = json_is_true(j);
 	}
 }
 

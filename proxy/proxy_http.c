@@ -207,6 +207,8 @@ http_res_status(enum http_res r)
 		return 405;
 	case HTTP_E_EXPECT:
 		return 417;
+	case HTTP_E_TARGET:
+		return 400;
 	}
 	return 400;
 }
@@ -233,8 +235,25 @@ http_res_str(enum http_res r)
 		return "method not allowed";
 	case HTTP_E_EXPECT:
 		return "expectation failed";
+	case HTTP_E_TARGET:
+		return "request-target could be read as an authority";
 	}
 	return "?";
+}
+
+const char *
+http_res_reason(enum http_res r)
+{
+	switch (r) {
+	case HTTP_E_TARGET:
+		return "invalid_path";
+	case HTTP_E_VERSION:
+		return "http_version_not_supported";
+	case HTTP_E_TOO_LARGE:
+		return "http_head_too_large";
+	default:
+		return "http_malformed";
+	}
 }
 
 /* ---- head framing ---- */
@@ -604,6 +623,86 @@ static const struct {
 	{ "TRACE", HTTP_M_TRACE },
 };
 
+/*
+ * The IANA HTTP Method Registry (https://www.iana.org/assignments/http-methods,
+ * as of 2026), less the common seven, CONNECT, PRI and TRACE.  Sorted.
+ */
+static const char *const http_registered_methods[] = {
+	"ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "COPY", "LABEL",
+	"LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL",
+	"MKREDIRECTREF", "MKWORKSPACE", "MOVE", "ORDERPATCH", "PROPFIND",
+	"PROPPATCH", "QUERY", "REBIND", "REPORT", "SEARCH", "UNBIND", "UNCHECKOUT",
+	"UNLINK", "UNLOCK", "UPDATE", "UPDATEREDIRECTREF", "VERSION-CONTROL",
+};
+
+static int
+http_meq(const uint8_t *m, size_t n, const char *s)
+{
+	return strlen(s) == n && memcmp(m, s, n) == 0;
+}
+
+enum http_method_class
+http_method_classify(const uint8_t *m, size_t n)
+{
+	static const char *const common[] = { "GET", "HEAD", "POST", "PUT",
+	    "DELETE", "PATCH", "OPTIONS" };
+	size_t i;
+
+	for (i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+		if (http_meq(m, n, common[i]))
+			return HTTP_MC_COMMON;
+	if (http_meq(m, n, "TRACE") || http_meq(m, n, "TRACK"))
+		return HTTP_MC_ECHO;
+	if (http_meq(m, n, "CONNECT") || http_meq(m, n, "PRI"))
+		return HTTP_MC_REFUSED;
+	for (i = 0; i < sizeof(http_registered_methods) /
+	    sizeof(http_registered_methods[0]); i++)
+		if (http_meq(m, n, http_registered_methods[i]))
+			return HTTP_MC_REGISTERED;
+	return HTTP_MC_UNKNOWN;
+}
+
+const char *const http_identity_fields[] = {
+	"forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
+	"x-forwarded-port", "x-forwarded-server", "x-forwarded-prefix", "x-real-ip",
+	"x-client-ip", "true-client-ip", "cf-connecting-ip", "fastly-client-ip",
+	"x-cluster-client-ip", "x-original-forwarded-for", "client-ip",
+	"x-originating-ip", "x-remote-ip", "x-remote-addr", "via", NULL
+};
+
+int
+http_forwarded_value(const char *sandbox, int tls, char *out, size_t outlen)
+{
+	struct http_buf b = HTTP_BUF_INIT;
+	const char *p;
+	char ch;
+	int rc = -1;
+
+	if (outlen == 0)
+		return -1;
+	out[0] = '\0';
+	/* RFC 7239 6.3: obfnode = "_" 1*( ALPHA / DIGIT / "." / "_" / "-" ) */
+	if (http_buf_add_str(&b, "for=\"_airlock-") == -1)
+		goto out;
+	for (p = sandbox; *p != '\0'; p++) {
+		ch = *p;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			ch = '-';
+		if (http_buf_add(&b, &ch, 1) == -1)
+			goto out;
+	}
+	if (http_buf_add_str(&b, tls ? "\";proto=https" : "\";proto=http") == -1 ||
+	    b.hb_len >= outlen)
+		goto out;
+	memcpy(out, b.hb_p, b.hb_len);
+	out[b.hb_len] = '\0';
+	rc = 0;
+ out:
+	http_buf_free(&b);
+	return rc;
+}
+
 int
 http_target_split(const uint8_t *target, size_t len, struct http_span *path,
     struct http_span *query)
@@ -621,6 +720,78 @@ http_target_split(const uint8_t *target, size_t len, struct http_span *path,
 	query->off = path->len + 1;
 	query->len = len - query->off;
 	return 1;
+}
+
+/*
+ * 1 if the path p[n] could be read as a network-path reference ("//host/..."):
+ * a raw '\' anywhere (not a URI character; WHATWG URL parsers, and servers built
+ * on them, read it as '/'), or a path that starts with "//" once %2F, %5C and %2E
+ * are decoded (some servers and frameworks decode before routing), '\' is taken
+ * for '/' and dot segments are removed as RFC 3986 5.2.4 does ("/.//h" and
+ * "/a/..//h" become "//h").  Only whether two resolved segments exist and the
+ * first is empty matters, so the walk keeps the segment depth and whether
+ * segment 0 is empty, never a copy.  A '%' that is not followed by two
+ * hex digits counts as an ordinary byte here (the policy normaliser refuses it
+ * where a rule has paths).
+ */
+static int
+http_pct_hex(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = http_lower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int
+http_path_authority_like(const uint8_t *p, size_t n)
+{
+	size_t i, depth = 0, seglen;
+	int e0 = 0, dotonly, last, h1, h2;
+	uint8_t ch;
+
+	if (memchr(p, '\\', n) != NULL)
+		return 1;
+	if (n == 0 || p[0] != '/')
+		return 0;	/* absolute-form with an empty path: "/" */
+	for (i = 1, last = 0; !last; ) {
+		/* One segment: up to the next (decoded) '/' or the end. */
+		seglen = 0;
+		dotonly = 1;
+		last = 1;
+		while (i < n) {
+			ch = p[i++];
+			if (ch == '%' && i + 1 < n &&
+			    (h1 = http_pct_hex(p[i])) != -1 &&
+			    (h2 = http_pct_hex(p[i + 1])) != -1) {
+				ch = (uint8_t)(h1 << 4 | h2);
+				if (ch == '\\')
+					ch = '/';
+				else if (ch != '/' && ch != '.')
+					ch = 'x';
+				i += 2;
+			}
+			if (ch == '/') {
+				last = 0;
+				break;
+			}
+			seglen++;
+			if (ch != '.')
+				dotonly = 0;
+		}
+		if (dotonly && (seglen == 1 || seglen == 2)) {
+			/* "." stays, ".." pops; at the end either leaves "/" */
+			if (seglen == 2 && depth > 0)
+				depth--;
+			if (!last)
+				continue;
+			seglen = 0;
+		}
+		if (depth == 0)
+			e0 = seglen == 0;
+		depth++;
+	}
+	return depth >= 2 && e0;
 }
 
 /* Validates the target in buf at t and fills the path/query/absolute fields. */
@@ -670,6 +841,45 @@ http_target_parse(const uint8_t *buf, struct http_request *rq,
 	rq->hq_path.len = p.len;
 	rq->hq_query.off = rq->hq_target.off + s + q.off;
 	rq->hq_query.len = q.len;
+	if (http_path_authority_like(buf + rq->hq_path.off, rq->hq_path.len)) {
+		rq->hq_why = "request-target path could be read as an authority";
+		return HTTP_E_TARGET;
+	}
+	return HTTP_OK;
+}
+
+enum http_res
+http_request_line_check(const uint8_t *buf, size_t len, const char **why)
+{
+	size_t eol, sp1, sp2;
+	int minor, v;
+
+	for (eol = 0; eol + 1 < len && !(buf[eol] == '\r' && buf[eol + 1] == '\n');
+	    eol++)
+		;
+	if (eol + 1 >= len)
+		return HTTP_NEED_MORE;
+	if (eol == 0) {
+		*why = "empty line before the request line";
+		return HTTP_E_BAD;
+	}
+	for (sp1 = 0; sp1 < eol && http_is_tchar(buf[sp1]); sp1++)
+		;
+	if (sp1 == 0 || sp1 == eol || buf[sp1] != ' ') {
+		*why = "method not a token";
+		return HTTP_E_BAD;
+	}
+	for (sp2 = sp1 + 1; sp2 < eol && buf[sp2] != ' '; sp2++)
+		;
+	if (sp2 == eol) {
+		*why = "no HTTP version (HTTP/0.9)";
+		return HTTP_E_VERSION;
+	}
+	if ((v = http_version(buf + sp2 + 1, eol - sp2 - 1, &minor)) != 0) {
+		*why = v == 1 ? "HTTP version not 1.0 or 1.1" :
+		    "malformed HTTP version";
+		return v == 1 ? HTTP_E_VERSION : HTTP_E_BAD;
+	}
 	return HTTP_OK;
 }
 
@@ -734,7 +944,7 @@ http_request_parse(const uint8_t *buf, size_t len, struct http_request *rq)
 	}
 	if (sp2 == eol) {
 		rq->hq_why = "no HTTP version (HTTP/0.9)";
-		return HTTP_E_BAD;
+		return HTTP_E_VERSION;
 	}
 	rq->hq_target.off = sp1 + 1;
 	rq->hq_target.len = sp2 - sp1 - 1;
@@ -928,10 +1138,17 @@ http_add_field(struct http_buf *out, const uint8_t *name, size_t nl,
 	return 0;
 }
 
-/* Steps 1-4 of struct http_rewrite, after the start line; ends the head. */
+/*
+ * Steps 1-4 of struct http_rewrite, after the start line; ends the head.  The head
+ * began at out->hb_len == start with nout fields already written (a Host we
+ * added): the fields and bytes added here are counted against the limits the
+ * parsers enforce (HTTP_FIELDS_MAX, HTTP_HEAD_MAX), so what we emit is always a
+ * head we would accept ourselves (EMSGSIZE otherwise).
+ */
 static int
 http_fields_emit(const uint8_t *buf, const struct http_field *f, size_t n,
-    const struct http_rewrite *rw, int is_request, struct http_buf *out)
+    const struct http_rewrite *rw, int is_request, struct http_buf *out,
+    size_t start, size_t nout)
 {
 	const uint8_t *name, *v;
 	char num[32];
@@ -968,8 +1185,13 @@ http_fields_emit(const uint8_t *buf, const struct http_field *f, size_t n,
 		for (j = 0; !drop && j < rw->rw_ndrop; j++)
 			if (http_ieq(name, nl, rw->rw_drop[j]))
 				drop = 1;
+		/* The client's claims about who it is or came through (proxy_http.h). */
+		for (k = 0; !drop && is_request && http_identity_fields[k] != NULL; k++)
+			if (http_ieq(name, nl, http_identity_fields[k]))
+				drop = 1;
 		if (drop)
 			continue;
+		nout++;
 		if (rw->rw_value_fn != NULL) {
 			if (http_buf_add(out, name, nl) == -1 ||
 			    http_buf_add(out, ": ", 2) == -1)
@@ -988,6 +1210,13 @@ http_fields_emit(const uint8_t *buf, const struct http_field *f, size_t n,
 		    strlen(rw->rw_set[j].hx_name), rw->rw_set[j].hx_value,
 		    rw->rw_set[j].hx_value_len) == -1)
 			return -1;
+	/* Framing (0 or 1 field) and Connection (1, or 2 with Upgrade). */
+	nout += rw->rw_nset + (rw->rw_framing == HTTP_BODY_LENGTH ||
+	    rw->rw_framing == HTTP_BODY_CHUNKED) + (rw->rw_upgrade ? 2 : 1);
+	if (nout > HTTP_FIELDS_MAX) {
+		errno = EMSGSIZE;
+		return -1;
+	}
 	switch (rw->rw_framing) {
 	case HTTP_BODY_LENGTH:
 		snprintf(num, sizeof(num), "%llu",
@@ -1011,13 +1240,21 @@ http_fields_emit(const uint8_t *buf, const struct http_field *f, size_t n,
 	} else if (http_buf_add_str(out, rw->rw_close ? "Connection: close\r\n" :
 	    "Connection: keep-alive\r\n") == -1)
 		return -1;
-	return http_buf_add(out, "\r\n", 2);
+	if (http_buf_add(out, "\r\n", 2) == -1)
+		return -1;
+	if (out->hb_len - start > HTTP_HEAD_MAX) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return 0;
 }
 
 int
 http_request_rewrite(const uint8_t *buf, const struct http_request *rq,
     const struct http_rewrite *rw, struct http_buf *out)
 {
+	size_t start = out->hb_len, nout = 0;
+
 	if (http_buf_add(out, buf + rq->hq_method.off, rq->hq_method.len) == -1 ||
 	    http_buf_add(out, " ", 1) == -1)
 		return -1;
@@ -1043,14 +1280,17 @@ http_request_rewrite(const uint8_t *buf, const struct http_request *rq,
 		if (http_add_field(out, (const uint8_t *)"Host", 4,
 		    (const uint8_t *)rw->rw_host, strlen(rw->rw_host)) == -1)
 			return -1;
+		nout = 1;
 	}
-	return http_fields_emit(buf, rq->hq_fields, rq->hq_nfields, rw, 1, out);
+	return http_fields_emit(buf, rq->hq_fields, rq->hq_nfields, rw, 1, out,
+	    start, nout);
 }
 
 int
 http_response_rewrite(const uint8_t *buf, const struct http_response *rs,
     const struct http_rewrite *rw, struct http_buf *out)
 {
+	size_t start = out->hb_len;
 	char line[32];
 
 	snprintf(line, sizeof(line), "HTTP/1.1 %03d ", rs->hs_status);
@@ -1058,7 +1298,8 @@ http_response_rewrite(const uint8_t *buf, const struct http_response *rs,
 	    http_buf_add(out, buf + rs->hs_reason.off, rs->hs_reason.len) == -1 ||
 	    http_buf_add(out, "\r\n", 2) == -1)
 		return -1;
-	return http_fields_emit(buf, rs->hs_fields, rs->hs_nfields, rw, 0, out);
+	return http_fields_emit(buf, rs->hs_fields, rs->hs_nfields, rw, 0, out,
+	    start, 0);
 }
 
 /* ---- chunked ---- */

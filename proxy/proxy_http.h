@@ -48,6 +48,7 @@ enum http_res {
 	HTTP_E_VERSION = -5,		/* 505: not HTTP/1.0 or HTTP/1.1 */
 	HTTP_E_METHOD = -6,		/* 405: CONNECT (no tunnels inside inspect) */
 	HTTP_E_EXPECT = -7,		/* 417: an Expect other than 100-continue */
+	HTTP_E_TARGET = -8,		/* 400: a target that reads as an authority */
 };
 
 /* A byte range within the buffer that was parsed (not NUL-terminated). */
@@ -157,6 +158,59 @@ void	http_buf_free(struct http_buf *b);
 int	http_res_status(enum http_res r);
 /* A short static name of r ("bad request", ...). */
 const char *http_res_str(enum http_res r);
+/*
+ * The audit reason code of a refused request head: "invalid_path" (HTTP_E_TARGET),
+ * "http_version_not_supported" (HTTP_E_VERSION), "http_head_too_large" (431),
+ * else "http_malformed".
+ */
+const char *http_res_reason(enum http_res r);
+
+/*
+ * Early check of a request line, before the whole head is in: once buf[len] holds
+ * a complete first line (CRLF), refuses at once what http_request_parse() would
+ * refuse for the line's shape: HTTP/0.9 (no version) and any version but HTTP/1.0
+ * and HTTP/1.1 (HTTP_E_VERSION, e.g. "HTTP/2.0" or the h2 preface "PRI *
+ * HTTP/2.0"), a line that is not "token SP target SP HTTP/d.d" (HTTP_E_BAD), an
+ * empty first line.  HTTP_NEED_MORE while no CRLF is in; HTTP_OK if the line may
+ * be valid (the full parse decides).  *why: a static reason on refusal.
+ */
+enum http_res http_request_line_check(const uint8_t *buf, size_t len,
+	    const char **why);
+
+/*
+ * Where a method stands in airlock's registry (the IANA HTTP Method Registry,
+ * RFC 9110 16.1): the common methods pass on any rule that allows the request;
+ * other registered ones only on a rule that lists them in "methods"; TRACE,
+ * TRACK (echo the request), CONNECT and PRI (not requests) never; any other
+ * token is unknown (method_not_allowed).
+ */
+enum http_method_class {
+	HTTP_MC_COMMON = 0,	/* GET HEAD POST PUT DELETE PATCH OPTIONS */
+	HTTP_MC_REGISTERED,	/* e.g. PROPFIND, MKCOL, REPORT: only if listed */
+	HTTP_MC_ECHO,		/* TRACE, TRACK: trace_refused */
+	HTTP_MC_REFUSED,	/* CONNECT, PRI */
+	HTTP_MC_UNKNOWN,	/* not registered */
+};
+/* The class of the method m[n] (case-sensitive, as methods are). */
+enum http_method_class http_method_classify(const uint8_t *m, size_t n);
+
+/*
+ * Request fields that carry a client's claimed identity or the address of a
+ * previous hop, always dropped from requests upstream (lower case, NULL-ended):
+ * forwarded, x-forwarded-for, -host, -proto, -port, -server, -prefix, x-real-ip,
+ * x-client-ip, true-client-ip, cf-connecting-ip, fastly-client-ip,
+ * x-cluster-client-ip, x-original-forwarded-for, client-ip, x-originating-ip,
+ * x-remote-ip, x-remote-addr, via.
+ */
+extern const char *const http_identity_fields[];
+
+/*
+ * Writes the value of airlock's own Forwarded field (RFC 7239) for a request from
+ * sandbox (any string: bytes outside the obfuscated-identifier charset become
+ * '-') to out[outlen]: for="_airlock-SANDBOX";proto=https (or http).  Returns 0,
+ * or -1 if it does not fit (out then holds "").
+ */
+int	http_forwarded_value(const char *sandbox, int tls, char *out, size_t outlen);
 
 /*
  * Incremental end-of-head search.  Call with the whole buffer so far each time bytes
@@ -185,7 +239,12 @@ enum http_res http_head_find(const uint8_t *buf, size_t len, size_t *state,
  * absolute-form target other than http(s)://authority[path][?query], with userinfo,
  * or whose authority differs from Host (compared case-insensitively, port
  * included), a '#' or non-visible byte in the target, leading empty lines, an Expect
- * other than 100-continue (417).  Never reads past buf[len].
+ * other than 100-continue (417).  Refuses with HTTP_E_TARGET a path (origin-form,
+ * or the path of an absolute-form target, which goes upstream as origin-form) that
+ * a server could read as a network-path reference "//host": one with a raw '\', or
+ * one that starts with "//" once %2F, %5C and %2E are decoded, '\' is read as '/'
+ * and dot segments are removed (RFC 3986 5.2.4): "//h", "/\h", "/%2F%2Fh",
+ * "/.//h", "/a/..//h".  Never reads past buf[len].
  */
 enum http_res http_request_parse(const uint8_t *buf, size_t len,
 	    struct http_request *out);
@@ -265,11 +324,14 @@ struct http_rewrite {
 
 /*
  * Appends the request head to send upstream to out: "METHOD origin-form HTTP/1.1",
- * the fields as described at struct http_rewrite (order of kept fields preserved),
- * the empty line.  An absolute-form target is sent in origin-form.  A request
- * without Host gets rw_host (an error if rw_host is NULL).  Returns 0, or -1 with
- * errno (ENOMEM, EMSGSIZE, EINVAL for a bad rw_set name/value or missing Host);
- * out may then hold a partial head: free or reset it.
+ * the fields as described at struct http_rewrite (order of kept fields preserved;
+ * http_identity_fields[] dropped too), the empty line.  An absolute-form target is
+ * sent in origin-form.  A request without Host gets rw_host (an error if rw_host is
+ * NULL).  The head built never exceeds what http_request_parse() accepts: more
+ * than HTTP_FIELDS_MAX fields or HTTP_HEAD_MAX bytes once the added fields are
+ * counted fails with EMSGSIZE (airlock never emits a head it would refuse itself).
+ * Returns 0, or -1 with errno (ENOMEM, EMSGSIZE, EINVAL for a bad rw_set
+ * name/value or missing Host); out may then hold a partial head: free or reset it.
  */
 int	http_request_rewrite(const uint8_t *buf, const struct http_request *req,
 	    const struct http_rewrite *rw, struct http_buf *out);
@@ -277,7 +339,8 @@ int	http_request_rewrite(const uint8_t *buf, const struct http_request *req,
 /*
  * The same for a response to the VM: "HTTP/1.1 <status> <reason>", fields with the
  * hop-by-hop ones removed (a 101 keeps Upgrade when rw_upgrade), rw_set, framing and
- * Connection as given.  rw_host is ignored.
+ * Connection as given.  rw_host is ignored.  The same limits (EMSGSIZE) as for a
+ * request: the VM never gets a head that http_response_parse() would refuse.
  */
 int	http_response_rewrite(const uint8_t *buf, const struct http_response *res,
 	    const struct http_rewrite *rw, struct http_buf *out);

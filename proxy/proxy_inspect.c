@@ -25,8 +25,8 @@
  * a time on a keep-alive connection (a pipelined request waits in the buffer):
  *	1. the head, strictly parsed: a refusal is answered with its status (400, 431,
  *	   414, 501, 505, 405, 417) and the connection closes;
- *	2. Host must be the connection's name and port (421 otherwise), TRACE is
- *	   refused (405), then policy_decide() with method and path against the
+ *	2. Host must be the connection's name and port (421 otherwise), TRACE and
+ *	   TRACK are refused (405), then policy_decide() with method and path against the
  *	   sandbox's *current* policy (a reload applies to the next request): 403 with
  *	   a short text naming the sandbox, the policy, the rule and the reason;
  *	   WebSocket only where the rule allows it;
@@ -34,17 +34,27 @@
  *	   (pi_head_placeholders): one in the request line is blocked; in a header,
  *	   a placeholder may stand only in a field that the rule's inject entries
  *	   name for that same secret, and only where the vault binds the secret to
- *	   this host (that field is replaced whole by the injected value).  Any other
+ *	   this host: there it is replaced in place (Basic credentials decoded and
+ *	   re-encoded); a field the VM did not write so is set from the rule's
+ *	   template.  Any other
  *	   placeholder anywhere in the head -- another secret's, the right secret in
  *	   another field (placeholder_in_header), an encoded form -- is blocked; in
  *	   the body any placeholder is blocked.  A block is a 403 and an "exfil"
- *	   audit record.  Nothing is ever substituted into a field the VM chose;
+ *	   audit record.  Nothing is substituted into a field no inject entry names;
  *	4. the head goes upstream rebuilt (hop-by-hop fields dropped before the
  *	   injected headers are added, proxy_http.h), then the body, re-framed as it came.
+ *	   A method must be in the registry (http_method_classify()): the common
+ *	   seven anywhere, a rarer registered one where the rule lists it, else
+ *	   method_not_allowed.  The VM's identity fields never go upstream;
+ *	   "http": {"forwarded": true} adds airlock's own Forwarded.
  * The key material (secrets, placeholders) is the current one at each request: a
  * vault change and reload reaches open keep-alive connections at their next
  * request, and the values replaced by it stay redacted (proxy_keys_set()).
- * Responses are parsed as strictly.  Whenever the key material holds any secret
+ * Responses are parsed as strictly.  Bytes from the origin past a response's end,
+ * or while no request is outstanding, never reach the VM (pi_upstream_extra()):
+ * the exchange is audited upstream_http_malformed and both connections close once
+ * the VM has its complete response (its client reconnects: a new upstream).
+ * Whenever the key material holds any secret
  * value, every inspected response is scanned (one automaton pass, whatever the
  * rule): every secret value of the vault (raw, base64, percent-encoded;
  * proxy_scan.h) is replaced by its placeholder in header values and the body,
@@ -671,6 +681,7 @@ pi_request_start(struct proxy_conn *c)
 	struct scan_match m;
 	struct http_span path;
 	char *rawpath = NULL, what[HTTP_METHOD_MAX + HOSTNAME_MAX + 200];
+	char fwd[SANDBOX_NAME_MAX + 48];
 	const char *why = NULL;
 	size_t nset = 0, i, plen;
 	int ret = -1, inject, id;
@@ -726,9 +737,16 @@ pi_request_start(struct proxy_conn *c)
 		    "the sandbox's requests_per_second limit is spent");
 		goto out;
 	}
-	if (rq->hq_meth == HTTP_M_TRACE) {
+	if (http_method_classify(h + rq->hq_method.off, rq->hq_method.len) ==
+	    HTTP_MC_ECHO) {
 		pi_refuse(c, 405, "Method Not Allowed", "trace_refused",
-		    "TRACE is never forwarded");
+		    "TRACE and TRACK are never forwarded");
+		goto out;
+	}
+	if (rq->hq_absolute && c->pc_proto == POLICY_PROTO_TLS) {
+		/* Only a client that thinks it talks to a plain-HTTP proxy sends it. */
+		pi_refuse(c, 400, "Bad Request", "invalid_path",
+		    "absolute-form request-target inside TLS");
 		goto out;
 	}
 	memset(&q, 0, sizeof(q));
@@ -780,6 +798,18 @@ pi_request_start(struct proxy_conn *c)
 		pi_deny(c, "placeholder_in_url", what);
 		goto out;
 	}
+	/* Registered methods only; the rarer ones where the rule lists them. */
+	switch (http_method_classify(h + rq->hq_method.off, rq->hq_method.len)) {
+	case HTTP_MC_COMMON:
+		break;
+	case HTTP_MC_REGISTERED:
+		if (v.pv_rule != NULL && v.pv_rule->pr_nmethods > 0)
+			break;
+		/* FALLTHROUGH */
+	default:
+		pi_deny(c, "method_not_allowed", what);
+		goto out;
+	}
 	if (pi_head_placeholders(c, h, rq, &why, &id, &supplied) == -1) {
 		pi_audit_exfil(c, why, id, "header", 0);
 		pi_deny(c, why, what);
@@ -798,6 +828,16 @@ pi_request_start(struct proxy_conn *c)
 		set[nset].hx_name = "Accept-Encoding";
 		set[nset].hx_value = (const uint8_t *)"identity";
 		set[nset].hx_value_len = 8;
+		nset++;
+	}
+	if (v.pv_rule != NULL && v.pv_rule->pr_forwarded) {
+		/* Our own, naming the sandbox; the VM's were dropped (proxy_http.h). */
+		if (http_forwarded_value(pi_sandbox(c), c->pc_proto ==
+		    POLICY_PROTO_TLS, fwd, sizeof(fwd)) == -1)
+			goto internal;
+		set[nset].hx_name = "Forwarded";
+		set[nset].hx_value = (const uint8_t *)fwd;
+		set[nset].hx_value_len = strlen(fwd);
 		nset++;
 	}
 	memset(&rw, 0, sizeof(rw));
@@ -822,8 +862,13 @@ pi_request_start(struct proxy_conn *c)
 		rw.rw_value_arg = c;
 	}
 	if (http_request_rewrite(h, rq, &rw, &head) == -1) {
-		pi_refuse(c, 400, "Bad Request", "http_malformed",
-		    "the request head could not be rebuilt");
+		if (errno == EMSGSIZE)
+			pi_refuse(c, 431, "Request Header Fields Too Large",
+			    "http_head_too_large", "the request head would be too "
+			    "large with the fields airlock adds");
+		else
+			pi_refuse(c, 400, "Bad Request", "http_malformed",
+			    "the request head could not be rebuilt");
 		goto out;
 	}
 	pi->pi_keepalive = rq->hq_keepalive;
@@ -867,7 +912,9 @@ pi_request_head(struct proxy_conn *c)
 	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL)
 		return 0;
 	r = http_head_find(buf, len, &pi->pi_hfind, &hl);
-	if (r == HTTP_NEED_MORE)
+	/* A request line we will refuse is refused now, not at the read timeout. */
+	if (r == HTTP_NEED_MORE && ((r = http_request_line_check(buf, len,
+	    &pi->pi_req.hq_why)) == HTTP_NEED_MORE || r == HTTP_OK))
 		return 0;
 	if (r == HTTP_OK)
 		r = http_request_parse(buf, hl, &pi->pi_req);
@@ -879,8 +926,8 @@ pi_request_head(struct proxy_conn *c)
 		    (unsigned long long)c->pc_id, pi->pi_req.hq_why != NULL ?
 		    pi->pi_req.hq_why : http_res_str(r));
 		evutil_gettimeofday(&pi->pi_t0, NULL);
-		pi_refuse(c, st, pi_reason_phrase(st), st == 431 ?
-		    "http_head_too_large" : "http_malformed", http_res_str(r));
+		pi_refuse(c, st, pi_reason_phrase(st), http_res_reason(r),
+		    http_res_str(r));
 		return -1;
 	}
 	if ((pi->pi_head = malloc(hl)) == NULL) {
@@ -1039,17 +1086,50 @@ pi_response_emit(struct proxy_conn *c, const uint8_t *p, size_t n, int last)
 	return rc;
 }
 
-/* The response ended: record, then the next request or the close. */
+/*
+ * Bytes from the origin that no outstanding request asked for: past the declared
+ * end of a response, or while none is outstanding.  They never reach the VM (it
+ * would read them as the answer to its next request: response smuggling); the
+ * origin connection is done.  1 if there were any (dropped), else 0.
+ */
+static int
+pi_upstream_extra(struct proxy_conn *c)
+{
+	struct evbuffer *in;
+
+	if (c->pc_server == NULL || !c->pc_inspect->pi_server_up)
+		return 0;
+	in = bufferevent_get_input(c->pc_server);
+	if (evbuffer_get_length(in) == 0)
+		return 0;
+	log_debug("connection %llu: %zu bytes from the upstream beyond the "
+	    "response's end", (unsigned long long)c->pc_id,
+	    evbuffer_get_length(in));
+	evbuffer_drain(in, evbuffer_get_length(in));
+	bufferevent_disable(c->pc_server, EV_READ);
+	return 1;
+}
+
+/*
+ * The response ended: record, then the next request or the close.  Bytes after
+ * its end (pi_upstream_extra) end the origin connection and, once the VM has the
+ * complete response, the VM's connection: a clean close after a complete
+ * response, which an HTTP client treats as a keep-alive connection the server
+ * closed (it retries on a new connection, RFC 9112 9.3.1), and the new
+ * connection gets a new upstream connection.
+ */
 static void
 pi_response_done(struct proxy_conn *c)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
+	int extra = pi_upstream_extra(c);
 
 	if (pi->pi_redacted > 0)
 		pi_audit_exfil(c, "secret_redacted", pi->pi_redacted_id, "response",
 		    (long long)pi->pi_redacted);
-	pi_audit_request(c, NULL, pi->pi_status);
-	if (!pi->pi_keepalive || pi->pi_rq != PI_REQ_DONE) {
+	pi_audit_request(c, extra ? "upstream_http_malformed" : NULL,
+	    pi->pi_status);
+	if (!pi->pi_keepalive || pi->pi_rq != PI_REQ_DONE || extra) {
 		pi_request_reset(pi);
 		pi_closing(c);
 		return;
@@ -1387,6 +1467,13 @@ pi_run(struct proxy_conn *c)
 		case PI_REQ_HEAD:
 			if (pi->pi_rs != PR_IDLE)
 				break;
+			if (pi_upstream_extra(c)) {
+				/* No request outstanding: nothing asked for it. */
+				pi_audit_request(c, "upstream_http_malformed", -1);
+				pi_request_reset(pi);
+				pi_closing(c);
+				return;
+			}
 			if ((r = pi_request_head(c)) == -1)
 				return;
 			progress = r;

@@ -251,7 +251,7 @@ trap_is '"GET / HTTP/1.1\nHost: api.test\n\n"' 400 "bare LF"
 trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-A: a\0b\r\n\r\n"' 400 "NUL in a field"
 trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nHost: api.test\r\n\r\n"' 400 "duplicate Host"
 trap_is '"GET https://other.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n"' 400 "absolute-form authority differs from Host"
-trap_is '"GET /\r\n\r\n"' 400 "HTTP/0.9"
+trap_is '"GET /\r\n\r\n"' 505 "HTTP/0.9 (no version: not supported)"
 trap_is '"POST /echo HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"' 400 "bad chunk size"
 trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-Big: " . ("a" x 40000) . "\r\n\r\n"' 431 "header section over the limit"
 

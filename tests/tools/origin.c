@@ -18,6 +18,9 @@
  * "GET /reflect/reason/TEXT" answers with TEXT as its reason phrase,
  * "GET /reflect/field/TEXT" with a field named TEXT (TEXT: up to 200 bytes of the
  * path): an origin that puts what it was sent where no value is scanned.
+ * "/smuggle-cl", "/smuggle-chunked", "/smuggle-204" (GET or HEAD) answer "first\n"
+ * (Content-Length, chunked, or a 204 without body) and, in the same write, a
+ * second, unasked-for response with the body "SMUGGLED\n"; then keep-alive.
  * Prints "ready" on stdout once listening.
  *
  * With $ORIGIN_RECORD set, every byte a connection receives (after TLS: the HTTP
@@ -169,6 +172,29 @@ serve_reflect(const char *req)
 	return 0;
 }
 
+/* The response smuggler (see the top).  Always 1: keep the connection. */
+static int
+serve_smuggle(const char *path, char *req, size_t used, size_t *have)
+{
+	static const char smug[] = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n"
+	    "Connection: keep-alive\r\n\r\nSMUGGLED\n";
+	char out[512];
+	const char *first;
+
+	if (strncmp(path, "/smuggle-chunked", 16) == 0)
+		first = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "6\r\nfirst\n\r\n0\r\n\r\n";
+	else if (strncmp(path, "/smuggle-204", 12) == 0)
+		first = "HTTP/1.1 204 No Content\r\n\r\n";
+	else		/* for HEAD too: then every byte after the head is extra */
+		first = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nfirst\n";
+	memmove(req, req + used, *have - used);
+	*have -= used;
+	/* One write, so the proxy gets both responses in one read. */
+	snprintf(out, sizeof(out), "%s%s", first, smug);
+	return io_write(out, strlen(out)) == 0;
+}
+
 /*
  * One request from req[*have] (bytes of a next request stay there).  Returns 1 to
  * serve another on the same connection (a path under /ka: keep-alive, for request
@@ -195,6 +221,9 @@ serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 		return serve_echo(req, used, have, reqlen);
 	if (strncmp(req, "GET /reflect/", 13) == 0)
 		return serve_reflect(req);
+	if (strchr(req, ' ') != NULL &&
+	    strncmp(strchr(req, ' ') + 1, "/smuggle", 8) == 0)
+		return serve_smuggle(strchr(req, ' ') + 1, req, used, have);
 	if (strncmp(req, "GET /ws ", 8) == 0) {
 		static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\n"
 		    "Upgrade: websocket\r\nConnection: Upgrade\r\n"

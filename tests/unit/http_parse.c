@@ -21,7 +21,7 @@ struct rq_case {
 #define H	"Host: a.example\r\n"
 static const struct rq_case rq_bad[] = {
 	/* versions */
-	{ C("GET /\r\n\r\n"), HTTP_E_BAD, "HTTP/0.9" },
+	{ C("GET /\r\n\r\n"), HTTP_E_VERSION, "HTTP/0.9" },
 	{ C("GET / HTTP/2.0\r\n" H "\r\n"), HTTP_E_VERSION, "version" },
 	{ C("GET / HTTP/1.2\r\n" H "\r\n"), HTTP_E_VERSION, "version" },
 	{ C("GET / HTTP/0.9\r\n" H "\r\n"), HTTP_E_VERSION, "version" },

@@ -142,6 +142,7 @@ test_valid(void)
 	    "{'id':'i','host':'plain.example','protocol':'http',"
 	    "'http':{'methods':['GET']}},"
 	    "{'id':'j','host':'x.example','tls':'inspect'}"));
+
 	if (p != NULL && is_int(10, p->p_nrules, "ten rules")) {
 		r = &p->p_rules[0];
 		is_string("api.github.com", r->pr_host, "host normalised");
@@ -190,6 +191,19 @@ test_valid(void)
 		ok(r->pr_proto == POLICY_PROTO_HTTP && r->pr_nmethods == 1 &&
 		    r->pr_ports[0] == 80, "plain http with methods");
 		is_int(POLICY_TLS_INSPECT, p->p_rules[9].pr_tls, "explicit inspect");
+	}
+	policy_free(p);
+
+	/* http.forwarded: airlock's own Forwarded on a rule that asks for it */
+	p = good(R("{'id':'a','host':'x.example','http':{'forwarded':true}},"
+	    "{'id':'b','host':'plain.example','protocol':'http',"
+	    "'http':{'forwarded':false}},{'id':'c','host':'y.example','tls':'inspect'}"));
+	if (p != NULL && is_int(3, p->p_nrules, "three rules")) {
+		is_int(1, p->p_rules[0].pr_forwarded, "forwarded true");
+		is_int(POLICY_TLS_INSPECT, p->p_rules[0].pr_tls,
+		    "... implies inspect, as any http key");
+		is_int(0, p->p_rules[1].pr_forwarded, "forwarded false");
+		is_int(0, p->p_rules[2].pr_forwarded, "forwarded defaults to false");
 	}
 	policy_free(p);
 
@@ -275,6 +289,12 @@ test_json_errors(void)
 	    "must be an object");
 	bad(R("{'id':'a','host':'x.example','http':{'websocket':'yes'}}"),
 	    "$.rules[0].http.websocket", "true or false");
+	bad(R("{'id':'a','host':'x.example','http':{'forwarded':1}}"),
+	    "$.rules[0].http.forwarded", "true or false");
+	bad(R("{'id':'a','host':'x.example','tls':'splice','http':{'forwarded':true}}"),
+	    "$.rules[0].http", "needs \"tls\": \"inspect\"");
+	bad(R("{'id':'a','host':'x.example','forwarded':true}"),
+	    "$.rules[0].forwarded", "unknown");
 	bad(R("{'id':'a','host':'x.example','http':{'methods':[1]}}"),
 	    "$.rules[0].http.methods[0]", "must be a string");
 	bad(R("{'id':'a','host':'x.example','inject':{}}"),
