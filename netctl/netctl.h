@@ -118,6 +118,9 @@ int	nc_base_drift(const struct nc_kernel *k, const struct nc_model *base,
 
 /* netctl_link.c */
 int	nc_link_exists(const char *ifname);
+struct nlmsghdr;
+/* One rtnetlink request with an ack.  Returns 0 or -1 with errno. */
+int	nc_rtnl_talk(struct nlmsghdr *nlh);
 /* First IPv4 address and prefix on ifname. Returns 0, or -1 (errno ENOENT). */
 int	nc_link_ipv4(const char *ifname, const struct netaddr *want,
 	    struct netaddr *addr, unsigned int *prefix);
