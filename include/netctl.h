@@ -162,4 +162,34 @@ struct netctl_status *netctl_status_get(const struct netctl_params *p,
 	    const struct sandbox *sbs, size_t nsb, char *err, size_t errlen);
 void	netctl_status_free(struct netctl_status *st);
 
+/*
+ * The guard (netctl_guard.c): airlockd's root "netwatch" child keeps the tables in
+ * place.  netctl_guard_new() opens a NETLINK_NETFILTER socket subscribed to the
+ * NFNLGRP_NFTABLES group (every ruleset change of this network namespace); returns
+ * it (release with netctl_guard_free()) or NULL with err.  netctl_guard_fd() is the
+ * fd to poll; netctl_guard_drain() reads every pending event without blocking and
+ * returns how many there were (an overrun counts as one).
+ *
+ * netctl_guard_check(): under the state directory's lock, compares both tables with
+ * the base and every recorded sandbox whose interface exists (none: nothing to
+ * guard) and, on any difference, deletes whichever airlock table exists and
+ * installs everything again in one batch bound to the generation it read.  Fills *r
+ * (nr_drift 0: all was in place).  Returns 0, or -1 with err (reinstall failed).
+ */
+struct netctl_guard;
+struct netctl_guard *netctl_guard_new(char *err, size_t errlen);
+void	netctl_guard_free(struct netctl_guard *g);
+int	netctl_guard_fd(const struct netctl_guard *g);
+int	netctl_guard_drain(struct netctl_guard *g);
+
+struct netctl_restore {
+	int		nr_sandboxes;	/* sandboxes guarded */
+	int		nr_drift;	/* differences found (0: all in place) */
+	char		nr_found[200];	/* the first, "table inet airlock is missing" */
+	int		nr_reinstalled;	/* 1: the tables were installed again */
+};
+
+int	netctl_guard_check(const struct airlock_config *cfg,
+	    struct netctl_restore *r, char *err, size_t errlen);
+
 #endif

@@ -29,7 +29,7 @@
 #include "policy.h"
 
 /* Takes the state directory's lock. Returns the fd (close to release) or -1. */
-static int
+int
 nc_lock(const char *state_dir, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
