@@ -12,7 +12,8 @@
  *					"forwarding" does not stop forwarding)
  *   route GUEST/32 dev IF		the guest's address is reachable through IF
  *					only (a tap airlock makes gets HOST peer GUEST/32,
- *					so no broader route exists either)
+ *					so no broader route exists either); not on a link
+ *					that is down (the kernel refuses it): a warning
  *
  * An interface someone else made (net attach) gets the same settings, and its
  * previous values are kept in STATE_DIR/sandboxes/NAME.link (0600) so that detach
@@ -163,8 +164,16 @@ netctl_link_harden(const char *state_dir, const struct sandbox *sb, char *err,
 			    nc_knobs[k].knob);
 			return -1;
 		}
+	/*
+	 * A link that is down takes no route (ENETDOWN).  The route only narrows
+	 * where the guest's address leads; forwarding off is what keeps the VM in,
+	 * so a down interface gets the rest and a warning.
+	 */
 	if (nc_route_guest(RTM_NEWROUTE, sb, ifindex) == 0)
 		added = 1;
+	else if (errno == ENETDOWN)
+		log_warnx("interface %s is down: no %s/32 route through it",
+		    sb->sb_iface, netaddr_fmt(&sb->sb_guest_ip, ga, sizeof(ga)));
 	else if (errno != EEXIST) {
 		nc_err_errno(err, errlen, errno, "interface %s: adding route "
 		    "%s/32 dev %s", sb->sb_iface, netaddr_fmt(&sb->sb_guest_ip,
