@@ -2,7 +2,7 @@
 #
 # Each part is a static archive built from every .c file in its folder, so adding a
 # file never needs an edit here.  Dependencies point one way (see README.md):
-#   lib/ <- policies/ <- audit/ <- netctl/ proxy/ vault/ vmm/ <- cli/ (airlock), proxy/ (airlockd)
+#   lib/ <- policies/ <- audit/ <- netctl/ vault/ vmm/ <- proxy/ (airlockd), cli/ (airlock)
 #
 #   make            build airlock and airlockd
 #   make check      install packages (make deps), build, run every TAP test under prove

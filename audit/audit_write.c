@@ -43,6 +43,7 @@ static const char *const audit_events[] = {
 	[AUDIT_EV_EXFIL] = "exfil",
 	[AUDIT_EV_SANDBOX] = "sandbox",
 	[AUDIT_EV_CONFIG] = "config",
+	[AUDIT_EV_ALARM] = "alarm",
 };
 
 /* Field names an extra key may not take: it would shadow or forge them. */

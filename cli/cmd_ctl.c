@@ -174,6 +174,10 @@ cmd_stats(const struct cli_ctx *ctx, int argc, char **argv)
 		if (json_is_string(json_object_get(sb, "policy_error")))
 			printf("%s: policy error: %s\n", cmd_ctl_str(sb, "name"),
 			    cmd_ctl_str(sb, "policy_error"));
+	if (cmd_ctl_num(reply, "alarms") > 0)
+		printf("alarms: %lld (airlock's nftables rules reinstalled %lld "
+		    "times; see the audit log)\n", cmd_ctl_num(reply, "alarms"),
+		    cmd_ctl_num(reply, "rules_reinstalled"));
 	/* The anchor for `airlock audit verify --head HASH --expect-seq SEQ`. */
 	if ((sb = json_object_get(reply, "audit")) != NULL)
 		printf("audit head: seq %lld hash %s\n", cmd_ctl_num(sb, "seq"),

@@ -48,6 +48,7 @@ enum audit_event {
 	AUDIT_EV_EXFIL,
 	AUDIT_EV_SANDBOX,
 	AUDIT_EV_CONFIG,
+	AUDIT_EV_ALARM,		/* the host was disturbed (airlock's rules gone) */
 };
 
 /* A key/value added to a record (e.g. "qname", "qtype", "policy_hash", "action"). */

@@ -65,13 +65,30 @@ int	netctl_sandbox_uninstall(const struct sandbox *sb, char *err,
 /*
  * Taps (rtnetlink through libmnl, /dev/net/tun).  netctl_tap_create() makes a
  * persistent tap named ifname (which must not exist), owned by owner (or any user
- * when owner is (uid_t)-1), with host/prefix on it and the link up; IPv6 is disabled
- * on it.  Returns 0, or -1 with nothing left behind.  netctl_tap_destroy() deletes it.
+ * when owner is (uid_t)-1), with "host peer guest/32" on it (the one route it makes
+ * is guest/32 through the tap, none broader; host/prefix instead when guest is NULL)
+ * and the link up; IPv6 is disabled on it.  Returns 0, or -1 with nothing left
+ * behind.  netctl_tap_destroy() deletes it.
  */
 int	netctl_tap_create(const char *ifname, uid_t owner,
-	    const struct netaddr *host, unsigned int prefix, char *err,
-	    size_t errlen);
+	    const struct netaddr *host, const struct netaddr *guest,
+	    unsigned int prefix, char *err, size_t errlen);
 int	netctl_tap_destroy(const char *ifname, char *err, size_t errlen);
+
+/*
+ * Per-interface settings that hold without any nftables rule (netctl_harden.c):
+ * IPv4 forwarding off and strict rp_filter on the sandbox's interface, IPv6
+ * disabled on it, a guest/32 route through it.  netctl_link_harden() applies them
+ * (errors name the interface); for an attached interface (SANDBOX_KIND_ATTACH) it
+ * first keeps the previous values in STATE_DIR/sandboxes/NAME.link, and
+ * netctl_link_restore() puts them back and removes the route if harden added it
+ * (IPv6 addresses that disable_ipv6 removed do not come back).  For a tap airlock
+ * made, restore does nothing: the tap is deleted.  Both return 0 or -1.
+ */
+int	netctl_link_harden(const char *state_dir, const struct sandbox *sb,
+	    char *err, size_t errlen);
+int	netctl_link_restore(const char *state_dir, const struct sandbox *sb,
+	    char *err, size_t errlen);
 
 /*
  * Whole operations: kernel and state directory kept consistent (rules are installed
@@ -144,5 +161,35 @@ struct netctl_status {
 struct netctl_status *netctl_status_get(const struct netctl_params *p,
 	    const struct sandbox *sbs, size_t nsb, char *err, size_t errlen);
 void	netctl_status_free(struct netctl_status *st);
+
+/*
+ * The guard (netctl_guard.c): airlockd's root "netwatch" child keeps the tables in
+ * place.  netctl_guard_new() opens a NETLINK_NETFILTER socket subscribed to the
+ * NFNLGRP_NFTABLES group (every ruleset change of this network namespace); returns
+ * it (release with netctl_guard_free()) or NULL with err.  netctl_guard_fd() is the
+ * fd to poll; netctl_guard_drain() reads every pending event without blocking and
+ * returns how many there were (an overrun counts as one).
+ *
+ * netctl_guard_check(): under the state directory's lock, compares both tables with
+ * the base and every recorded sandbox whose interface exists (none: nothing to
+ * guard) and, on any difference, deletes whichever airlock table exists and
+ * installs everything again in one batch bound to the generation it read.  Fills *r
+ * (nr_drift 0: all was in place).  Returns 0, or -1 with err (reinstall failed).
+ */
+struct netctl_guard;
+struct netctl_guard *netctl_guard_new(char *err, size_t errlen);
+void	netctl_guard_free(struct netctl_guard *g);
+int	netctl_guard_fd(const struct netctl_guard *g);
+int	netctl_guard_drain(struct netctl_guard *g);
+
+struct netctl_restore {
+	int		nr_sandboxes;	/* sandboxes guarded */
+	int		nr_drift;	/* differences found (0: all in place) */
+	char		nr_found[200];	/* the first, "table inet airlock is missing" */
+	int		nr_reinstalled;	/* 1: the tables were installed again */
+};
+
+int	netctl_guard_check(const struct airlock_config *cfg,
+	    struct netctl_restore *r, char *err, size_t errlen);
 
 #endif

@@ -118,9 +118,20 @@ int	nc_base_drift(const struct nc_kernel *k, const struct nc_model *base,
 
 /* netctl_link.c */
 int	nc_link_exists(const char *ifname);
+struct nlmsghdr;
+/* One rtnetlink request with an ack.  Returns 0 or -1 with errno. */
+int	nc_rtnl_talk(struct nlmsghdr *nlh);
 /* First IPv4 address and prefix on ifname. Returns 0, or -1 (errno ENOENT). */
 int	nc_link_ipv4(const char *ifname, const struct netaddr *want,
 	    struct netaddr *addr, unsigned int *prefix);
+
+/* netctl_sandbox.c */
+/* Takes the state directory's lock (blocking). Returns the fd (close to release). */
+int	nc_lock(const char *state_dir, char *err, size_t errlen);
+
+/* netctl_status.c: every difference between the kernel and models[0..n) (base first). */
+int	nc_full_drift(const struct nc_kernel *k, const struct nc_model *models,
+	    size_t nmodels, struct netctl_status *st);
 
 /* netctl.c */
 /* "operation not permitted" etc. with a hint for EPERM. */

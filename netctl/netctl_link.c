@@ -78,7 +78,7 @@ nc_link_ipv4(const char *ifname, const struct netaddr *want,
 }
 
 /* One rtnetlink request with an ack.  Returns 0 or -1 with errno. */
-static int
+int
 nc_rtnl_talk(struct nlmsghdr *nlh)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
@@ -109,9 +109,13 @@ nc_rtnl_talk(struct nlmsghdr *nlh)
 	return rv;
 }
 
+/*
+ * a/prefix on ifindex; with peer, "a peer PEER/32" instead: the only route it makes
+ * is PEER/32 through this interface.
+ */
 static int
 nc_rtnl_addr_add(unsigned int ifindex, const struct netaddr *a,
-    unsigned int prefix)
+    unsigned int prefix, const struct netaddr *peer)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh;
@@ -123,12 +127,13 @@ nc_rtnl_addr_add(unsigned int ifindex, const struct netaddr *a,
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifa_family = AF_INET;
-	ifm->ifa_prefixlen = (unsigned char)prefix;
+	ifm->ifa_prefixlen = (unsigned char)(peer != NULL ? 32 : prefix);
 	ifm->ifa_scope = RT_SCOPE_UNIVERSE;
 	ifm->ifa_index = ifindex;
 	mnl_attr_put(nlh, IFA_LOCAL, 4, &a->na_u.v4);
-	mnl_attr_put(nlh, IFA_ADDRESS, 4, &a->na_u.v4);
-	if (prefix < 31) {
+	mnl_attr_put(nlh, IFA_ADDRESS, 4, peer != NULL ? &peer->na_u.v4 :
+	    &a->na_u.v4);
+	if (peer == NULL && prefix < 31) {
 		bcast = a->na_u.v4.s_addr | htonl(0xffffffffu >> prefix);
 		mnl_attr_put(nlh, IFA_BROADCAST, 4, &bcast);
 	}
@@ -176,7 +181,7 @@ nc_ipv6_disable(const char *ifname)
 
 int
 netctl_tap_create(const char *ifname, uid_t owner, const struct netaddr *host,
-    unsigned int prefix, char *err, size_t errlen)
+    const struct netaddr *guest, unsigned int prefix, char *err, size_t errlen)
 {
 	struct ifreq ifr;
 	unsigned int ifindex;
@@ -222,11 +227,16 @@ netctl_tap_create(const char *ifname, uid_t owner, const struct netaddr *host,
 	}
 	if (nc_ipv6_disable(ifname) == -1)
 		log_warn("disabling IPv6 on %s", ifname);
-	if (nc_rtnl_addr_add(ifindex, host, prefix) == -1) {
-		char a[NETADDR_STRLEN];
+	if (nc_rtnl_addr_add(ifindex, host, prefix, guest) == -1) {
+		char a[NETADDR_STRLEN], g[NETADDR_STRLEN];
 
-		nc_err_errno(err, errlen, errno, "adding %s/%u to %s",
-		    netaddr_fmt(host, a, sizeof(a)), prefix, ifname);
+		if (guest != NULL)
+			nc_err_errno(err, errlen, errno, "adding %s peer %s/32 "
+			    "to %s", netaddr_fmt(host, a, sizeof(a)),
+			    netaddr_fmt(guest, g, sizeof(g)), ifname);
+		else
+			nc_err_errno(err, errlen, errno, "adding %s/%u to %s",
+			    netaddr_fmt(host, a, sizeof(a)), prefix, ifname);
 		goto error;
 	}
 	if (nc_rtnl_link(RTM_NEWLINK, ifindex, IFF_UP, IFF_UP) == -1) {

@@ -29,7 +29,7 @@
 #include "policy.h"
 
 /* Takes the state directory's lock. Returns the fd (close to release) or -1. */
-static int
+int
 nc_lock(const char *state_dir, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
@@ -253,10 +253,13 @@ netctl_sandbox_create(const struct airlock_config *cfg,
 		goto out;
 	}
 	sb.sb_prefix = 30;
-	if (netctl_tap_create(sb.sb_iface, owner, &sb.sb_host_ip, sb.sb_prefix,
-	    err, errlen) == -1)
+	if (netctl_tap_create(sb.sb_iface, owner, &sb.sb_host_ip, &sb.sb_guest_ip,
+	    sb.sb_prefix, err, errlen) == -1)
 		goto out;
 	tap = 1;
+	/* Before the rules: the tap must keep the VM in without them. */
+	if (netctl_link_harden(cfg->state_dir, &sb, err, errlen) == -1)
+		goto out;
 	if (nc_commit(cfg, &p, &sb, err, errlen) == -1)
 		goto out;
 	tap = 0;
@@ -301,7 +304,7 @@ netctl_sandbox_attach(const struct airlock_config *cfg,
 	struct netaddr *used = NULL, tmp;
 	unsigned int prefix;
 	size_t nused = 0, i;
-	char a[NETADDR_STRLEN];
+	char a[NETADDR_STRLEN], e2[256];
 	int lock = -1, nall, rv = -1;
 
 	if (nc_new_checks(cfg, req, &p, &sb, err, errlen) == -1)
@@ -383,8 +386,14 @@ netctl_sandbox_attach(const struct airlock_config *cfg,
 			    netaddr_fmt(&sb.sb_guest_ip, a, sizeof(a)));
 			goto out;
 		}
-	if (nc_commit(cfg, &p, &sb, err, errlen) == -1)
+	if (netctl_link_harden(cfg->state_dir, &sb, err, errlen) == -1)
 		goto out;
+	if (nc_commit(cfg, &p, &sb, err, errlen) == -1) {
+		if (netctl_link_restore(cfg->state_dir, &sb, e2, sizeof(e2)) == -1)
+			log_warnx("rolling back the settings of %s: %s",
+			    sb.sb_iface, e2);
+		goto out;
+	}
 	if (out != NULL)
 		*out = sb;
 	rv = 0;
@@ -436,6 +445,8 @@ netctl_sandbox_destroy(const struct airlock_config *cfg, const char *name,
 	}
 	/* Rules first: a sandbox without rules has no path at all, never an open one. */
 	if (netctl_sandbox_uninstall(&sb, err, errlen) == -1)
+		goto out;
+	if (netctl_link_restore(cfg->state_dir, &sb, err, errlen) == -1)
 		goto out;
 	if (sb.sb_kind == SANDBOX_KIND_TAP &&
 	    netctl_tap_destroy(sb.sb_iface, err, errlen) == -1)

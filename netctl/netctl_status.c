@@ -458,6 +458,20 @@ nc_base_drift(const struct nc_kernel *k, const struct nc_model *base,
 	return c.fail ? -1 : 0;
 }
 
+int
+nc_full_drift(const struct nc_kernel *k, const struct nc_model *models,
+    size_t nmodels, struct netctl_status *st)
+{
+	struct nc_cmp c = { st, 0, 0 };
+
+	if (!k->nk_has_table[0])
+		nc_drift(&c, "table inet airlock is missing");
+	if (!k->nk_has_table[1])
+		nc_drift(&c, "table netdev airlock is missing");
+	nc_compare(&c, k, models, nmodels);
+	return c.fail ? -1 : 0;
+}
+
 void
 netctl_status_free(struct netctl_status *st)
 {

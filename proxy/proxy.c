@@ -1199,9 +1199,11 @@ proxy_cmd_stats(void)
 	seq = proxy_log != NULL ? audit_head(proxy_log, head) : 0;
 	if (proxy_log == NULL)
 		head[0] = '\0';
-	return json_pack("{s:b, s:i, s:o, s:{s:I, s:s}}", "ok", 1, "workers",
-	    (int)proxy_nthreads, "sandboxes", list, "audit", "seq",
-	    (json_int_t)seq, "head", head);
+	return json_pack("{s:b, s:i, s:o, s:{s:I, s:s}, s:I, s:I}", "ok", 1,
+	    "workers", (int)proxy_nthreads, "sandboxes", list, "audit", "seq",
+	    (json_int_t)seq, "head", head,
+	    "rules_reinstalled", (json_int_t)proxy_netwatch_count(1),
+	    "alarms", (json_int_t)proxy_netwatch_count(0));
 }
 
 /* Drops and forgets every sandbox (at exit). */
@@ -1608,6 +1610,13 @@ proxy_main(const struct proxy_opts *o)
 			log_warnx("%s", err);
 			return 1;
 		}
+		/* Root too: it reinstalls airlock's tables (proxy_netwatch.c). */
+		if (proxy_netwatch_start(&proxy_cfg, proxy_reader_fd, err,
+		    sizeof(err)) == -1) {
+			log_warnx("%s", err);
+			proxy_reader_stop();
+			return 1;
+		}
 	} else
 		log_warnx("not started as root: running as uid %u without "
 		    "dropping privileges", (unsigned int)geteuid());
@@ -1681,6 +1690,10 @@ proxy_main(const struct proxy_opts *o)
 		goto out;
 	}
 	ctl_fd = -1;	/* transferred */
+	if (proxy_netwatch_listen(base) == -1) {
+		log_warnx("netwatch: cannot listen to it");
+		goto out;
+	}
 	if ((ev_hup = evsignal_new(base, SIGHUP, proxy_sighup_cb, NULL)) == NULL ||
 	    (ev_term = evsignal_new(base, SIGTERM, proxy_sigterm_cb, base)) == NULL ||
 	    (ev_int = evsignal_new(base, SIGINT, proxy_sigterm_cb, base)) == NULL ||
@@ -1706,6 +1719,7 @@ proxy_main(const struct proxy_opts *o)
 		event_free(ev_int);
 	proxy_ctl_free(ctl);
 	proxy_threads_stop();
+	proxy_netwatch_stop();
 	if (base != NULL)
 		event_base_free(base);
 	proxy_reg_clear();

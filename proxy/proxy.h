@@ -141,6 +141,20 @@ struct proxy_keys *proxy_policy_keys(const struct proxy_policy *pp);
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);
 
+/*
+ * proxy_netwatch.c: the root child that keeps airlock's nftables tables in place.
+ * proxy_netwatch_start() forks it (as root, before the drop; close_fd is closed in
+ * the child); 0 or -1 with err.  proxy_netwatch_listen() turns its reports into
+ * "alarm" audit records on base; 0 or -1.  proxy_netwatch_stop() ends it (before
+ * base is freed).  proxy_netwatch_count(1): reinstalls so far, (0): alarms.
+ */
+struct event_base;
+int	proxy_netwatch_start(const struct airlock_config *cfg, int close_fd,
+	    char *err, size_t errlen);
+int	proxy_netwatch_listen(struct event_base *base);
+void	proxy_netwatch_stop(void);
+uint64_t proxy_netwatch_count(int reinstalled);
+
 /* proxy.c: the daemon's life (internals shared with proxy_ctl.c) */
 struct json_t;
 struct proxy_opts {

@@ -2,7 +2,7 @@
 # tests/integration/daemon_privdrop.t: started as root, airlockd ends up as the
 # configured user (uid, gid, groups), with no capabilities, not dumpable (its /proc
 # files turn root-owned), core size 0 and no_new_privs; the root state reader it
-# forked answers reloads and goes away with the daemon; the audit log opened before
+# forked answers reloads, and it and the root netwatch child go away with the daemon; the audit log opened before
 # the drop is still written after it.  Needs root and the user `airlock` (make deps).
 set -u
 if [ "$(id -u)" != 0 ]; then
@@ -46,11 +46,14 @@ soft=${lim% *} hard=${lim#* }
 ok $? "open-files soft limit raised from 1024 to the hard limit ($soft/$hard)"
 like "$(cat "$T/daemon.log")" "ready: .* uid $uid\$" "the daemon says it runs as airlock"
 
-reader=$(pgrep -P "$DPID")
-ok $? "the state reader runs as a child"
-like "$(grep '^Uid:' /proc/$reader/status 2>/dev/null)" '^Uid:	0	0	0	0$' \
-    "the state reader keeps root"
-is "$(stat -c %u /proc/$reader/status)" 0 "the state reader is not dumpable either"
+# Two root children: the state reader and netwatch (it reinstalls nftables tables).
+kids=$(pgrep -P "$DPID" | tr '\n' ' ')
+is "$(echo $kids | wc -w)" 2 "the state reader and netwatch run as children"
+for reader in $kids; do
+	like "$(grep '^Uid:' /proc/$reader/status 2>/dev/null)" '^Uid:	0	0	0	0$' \
+	    "child $reader keeps root"
+	is "$(stat -c %u /proc/$reader/status)" 0 "child $reader is not dumpable either"
+done
 
 lines=$(wc -l <"$T/audit.jsonl")
 dt_policy "$T/p1.json" p1 example.org
@@ -67,11 +70,13 @@ is "$(stat -c '%U %a' "$T/audit.jsonl")" "airlock 600" \
 
 dt_stop
 is "$dstatus" 0 "SIGTERM: exit 0"
-for i in $(seq 20); do
-	kill -0 "$reader" 2>/dev/null || break
-	sleep 0.1
+for reader in $kids; do
+	for i in $(seq 20); do
+		kill -0 "$reader" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$reader" 2>/dev/null
+	is "$?" 1 "child $reader exits with the daemon"
 done
-kill -0 "$reader" 2>/dev/null
-is "$?" 1 "the state reader exits with the daemon"
 
 done_testing

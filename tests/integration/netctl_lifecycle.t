@@ -56,7 +56,7 @@ plan 40
 check "nothing installed before the first sandbox" test -z "$(dump)"
 check "sandbox create s1" al sandbox create s1 --policy "$POLICY"
 check "tap al-s1 exists and is a tap" sh -c "ip netns exec $H ip -d link show al-s1 | grep -q 'tun type tap'"
-check "... with host address 10.233.0.1/30" sh -c "ip netns exec $H ip -o -4 addr show al-s1 | grep -q 'inet 10.233.0.1/30'"
+check "... with host address 10.233.0.1 peer 10.233.0.2/32" sh -c "ip netns exec $H ip -o -4 addr show al-s1 | grep -q 'inet 10.233.0.1 peer 10.233.0.2/32'"
 check "... and up" sh -c "ip netns exec $H ip -o link show al-s1 | grep -q '[<,]UP[,>]'"
 check "sandbox ls --json shows its guest address" sh -c \
     "ip netns exec $H $AL --config $T/airlock.json sandbox ls --json | grep -q '\"guest_ip\":\"10.233.0.2\"'"
@@ -66,7 +66,7 @@ dump >"$T/d1"
 
 check "create s2 --owner nobody" al sandbox create s2 --policy "$POLICY" --owner nobody
 check "... the tap belongs to the VMM's user" sh -c "ip netns exec $H ip -d link show al-s2 | grep -q 'persist on user nobody'"
-check "s2 got the next /30" sh -c "ip netns exec $H ip -o -4 addr show al-s2 | grep -q 'inet 10.233.0.5/30'"
+check "s2 got the next /30" sh -c "ip netns exec $H ip -o -4 addr show al-s2 | grep -q 'inet 10.233.0.5 peer 10.233.0.6/32'"
 check "destroy s2" al sandbox destroy s2
 dump >"$T/d2"
 check "destroy leaves the ruleset as it was (dump compared)" cmp -s "$T/d1" "$T/d2"

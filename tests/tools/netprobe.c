@@ -9,6 +9,9 @@
  *	netprobe tcp ADDR PORT [SRC]	exit 0 if a connection is made within 2 s
  *	netprobe udp ADDR PORT [SRC]	exit 0 if a reply arrives within 2 s
  *	netprobe ping ADDR		exit 0 if an ICMP echo reply arrives within 2 s
+ *	netprobe stream ADDR PORT N MS	N times, every MS ms: one UDP datagram and one
+ *					TCP SYN (a non-blocking connect, never waited
+ *					for) to ADDR:PORT; prints "sent N"
  *
  * Exit 1 means "no" (timeout, refused), 2 a usage or setup error.
  */
@@ -270,6 +273,37 @@ probe_ping(const char *addr)
 	return 1;
 }
 
+static int
+probe_stream(const char *addr, uint16_t port, int count, int ms)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int *tcp, udp, i, sent = 0;
+
+	if (addr_parse(addr, port, &ss, &len) == -1 || count <= 0 ||
+	    count > 10000 || ms < 0)
+		return 2;
+	if ((tcp = calloc((size_t)count, sizeof(*tcp))) == NULL ||
+	    (udp = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK, 0)) == -1)
+		return 2;
+	for (i = 0; i < count; i++) {
+		/* Kept open to the end: a close could cut the SYN's retries short. */
+		tcp[i] = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (tcp[i] != -1)
+			(void)connect(tcp[i], (struct sockaddr *)&ss, len);
+		(void)sendto(udp, "stream", 6, 0, (struct sockaddr *)&ss, len);
+		sent++;
+		poll(NULL, 0, ms);
+	}
+	for (i = 0; i < count; i++)
+		if (tcp[i] != -1)
+			close(tcp[i]);
+	free(tcp);
+	close(udp);
+	printf("sent %d\n", sent);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -287,7 +321,11 @@ main(int argc, char **argv)
 		    argc == 5 ? argv[4] : NULL);
 	if (argc == 3 && strcmp(argv[1], "ping") == 0)
 		return probe_ping(argv[2]);
+	if (argc == 6 && strcmp(argv[1], "stream") == 0)
+		return probe_stream(argv[2], (uint16_t)atoi(argv[3]),
+		    atoi(argv[4]), atoi(argv[5]));
 	fprintf(stderr, "usage: netprobe listen-tcp PORT | listen-udp PORT | "
-	    "tcp ADDR PORT [SRC] | udp ADDR PORT [SRC] | ping ADDR\n");
+	    "tcp ADDR PORT [SRC] | udp ADDR PORT [SRC] | ping ADDR | "
+	    "stream ADDR PORT N MS\n");
 	return 2;
 }

@@ -61,7 +61,9 @@ test_events(void)
 	    strcmp(audit_event_str(ev), "config") == 0, "and round-trip");
 	ok(audit_event_parse("Exfil", &ev) == -1, "names are exact");
 	ok(audit_event_parse("", &ev) == -1, "empty refused");
-	ok(audit_event_str((enum audit_event)7) == NULL &&
+	ok(audit_event_parse("alarm", &ev) == 0 && ev == AUDIT_EV_ALARM,
+	    "alarm (airlock's rules were disturbed) parses");
+	ok(audit_event_str((enum audit_event)(AUDIT_EV_ALARM + 1)) == NULL &&
 	    audit_event_str((enum audit_event)-1) == NULL,
 	    "audit_event_str outside the enum is NULL");
 }
