@@ -8,6 +8,7 @@
 #   make check      install packages (make deps), build, run every TAP test under prove
 #   make SAN=1 ...  the same with AddressSanitizer + UBSan
 #   make fuzz       libFuzzer binaries (clang) for every tests/fuzz/fuzz_*.c
+#   make fuzz-long  long fuzzing runs that add up (tests/fuzz/RESULTS.md)
 #   make guest      the default VM image (build/guest: kernel + initramfs)
 #   make deps       install the Debian packages the build, tests and demo need
 
@@ -116,14 +117,28 @@ $(GUEST) &: guest/build.sh guest/init
 	sh guest/build.sh $(O)/guest
 
 # libFuzzer builds (clang): make fuzz; then e.g. build/fuzz/fuzz_policy_json corpus/
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude
-fuzz: $(FUZZ_BINS)
-# Every part but the CLI, compiled with clang so the fuzzer sees their coverage.
+# Every part but the CLI is compiled once with clang (coverage instrumented, ASan and
+# UBSan) into $(O)/fuzzobj/, and each target is linked against those objects.
+FUZZ_SAN := -fsanitize=address,undefined
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(FUZZ_SAN) -Iinclude
 FUZZ_PARTS := $(filter-out cli,$(PARTS))
-$(O)/fuzz/%: tests/fuzz/%.c $(foreach p,$(FUZZ_PARTS),$(call part_srcs,$(p)))
+FUZZ_OBJS := $(patsubst %.c,$(O)/fuzzobj/%.o,$(foreach p,$(FUZZ_PARTS),$(call part_srcs,$(p))))
+fuzz: $(FUZZ_BINS)
+$(O)/fuzzobj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< \
-	    $(foreach p,$(FUZZ_PARTS),$(call part_srcs,$(p))) $(PKG_LIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_OBJS) \
+	    $(PKG_LIBS)
+
+# make fuzz-long [SECONDS=N] [TARGETS="fuzz_dns ..."]: every target (or those) for N
+# CPU-seconds each (default 600), two at a time; corpus growth merged into
+# tests/fuzz/corpus/, one line per run in tests/fuzz/results.tsv, totals in
+# tests/fuzz/RESULTS.md (tests/fuzz/long.sh).
+SECONDS	?= 600
+fuzz-long: fuzz
+	bash tests/fuzz/long.sh $(O) $(SECONDS) $(TARGETS)
 
 # make bench [QUICK=1]: airlock side by side with nginx, HAProxy, Squid and mitmproxy
 # in network namespaces (root; installs those peers itself).  bench/README.md.
@@ -140,7 +155,7 @@ deps:
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check tests fuzz deps clean guest bench
+.PHONY: all check tests fuzz fuzz-long deps clean guest bench
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
