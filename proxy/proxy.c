@@ -56,7 +56,7 @@
 #include "file.h"
 #include "log.h"
 #include "proxy.h"
-#include "proxy_inspect.h"
+#include "proxy_keys.h"
 #include "vault.h"
 
 #define PROXY_MAP_MAX		4096	/* mapped names per sandbox (LRU beyond) */
@@ -485,7 +485,7 @@ proxy_reader_reply(int fd)
 }
 
 /*
- * The key material (proxy_inspect.h): the vault's secrets and the CAs, synced to
+ * The key material (proxy_keys.h): the vault's secrets and the CAs, synced to
  * the names the recorded policies inspect.  Built from the records this process
  * reads itself; the reply is uint32 len and the image (len 0: out of memory).
  */

@@ -206,7 +206,8 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		bufferevent_free(c->pc_server);
 	}
-	proxy_inspect_free(c);
+	if (c->pc_mode != NULL)
+		c->pc_mode->pm_free(c);
 	if (c->pc_timer != NULL)
 		event_free(c->pc_timer);
 	if (c->pc_pause != NULL)
@@ -309,6 +310,7 @@ proxy_conn_take_verdict(struct proxy_conn *c, const struct policy_verdict *v)
 {
 	if (v->pv_rule != NULL && v->pv_rule->pr_id != NULL)
 		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v->pv_rule->pr_id);
+	c->pc_prule = v->pv_rule;
 	c->pc_tls = v->pv_tls;
 	if (v->pv_would_deny && !c->pc_would_deny) {
 		c->pc_would_deny = 1;
@@ -318,8 +320,28 @@ proxy_conn_take_verdict(struct proxy_conn *c, const struct policy_verdict *v)
 }
 
 /*
- * The first bytes are in: check them, ask the policy, and hand c on.  Returns after
- * c was closed or passed to the dialer.
+ * The mode of an allowed connection.  TLS under an inspect rule: inspect (never a
+ * splice, which would skip the rule's http checks and injection), but not for a
+ * bare address (no name to verify upstream: NULL).  Plain HTTP to a name: every
+ * request goes through the inspect engine (Host, method and path per request; any
+ * placeholder blocks: no secret is ever sent without TLS).  The rest is spliced:
+ * raw TCP and HTTP to a cidr address with their first bytes scanned for
+ * placeholders, TLS untouched (a placeholder inside it is the origin's to see).
+ */
+static const struct proxy_mode *
+proxy_conn_mode(const struct proxy_conn *c, const struct policy_verdict *v)
+{
+	if (v->pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
+	    v->pv_tls == POLICY_TLS_INSPECT)
+		return c->pc_by_addr ? NULL : &proxy_mode_inspect;
+	if (c->pc_proto == POLICY_PROTO_HTTP && !c->pc_by_addr)
+		return &proxy_mode_inspect;
+	return &proxy_mode_splice;
+}
+
+/*
+ * The first bytes are in: check them, ask the policy, and hand c to its mode.
+ * Returns after c was closed or taken over.
  */
 static void
 proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
@@ -366,34 +388,12 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	}
 	proxy_conn_take_verdict(c, &v);
 	c->pc_limits = p->p_limits;
-	if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
-	    v.pv_tls == POLICY_TLS_INSPECT) {
-		/* Never a splice: that would skip the rule's http checks and injection. */
-		if (c->pc_by_addr) {
-			proxy_conn_deny(c, "inspect_unavailable");
-			return;
-		}
-		proxy_inspect_start(c);
+	if ((c->pc_mode = proxy_conn_mode(c, &v)) == NULL) {
+		/* An inspect rule for a bare address: never a splice instead. */
+		proxy_conn_deny(c, "inspect_unavailable");
 		return;
 	}
-	/*
-	 * Plain HTTP to a name: every request goes through the inspect engine
-	 * (Host, method and path per request; any placeholder blocks: no secret is
-	 * ever sent without TLS).  What is relayed as it is (raw TCP, HTTP to a cidr
-	 * address) has its first bytes scanned for placeholders; spliced TLS cannot
-	 * be looked into at all (a placeholder inside it is the origin's to see).
-	 */
-	if (c->pc_proto == POLICY_PROTO_HTTP && !c->pc_by_addr) {
-		proxy_inspect_start(c);
-		return;
-	}
-	if (c->pc_proto != POLICY_PROTO_TLS && proxy_inspect_peek_scan(c) == -1) {
-		proxy_conn_deny(c, "placeholder_unprotected");
-		return;
-	}
-	if (c->pc_by_addr)
-		c->pc_upstream = c->pc_dst;
-	proxy_conn_dial(c);
+	c->pc_mode->pm_start(c);
 }
 
 /* Looks at what has arrived so far.  May close c. */
@@ -777,12 +777,9 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	q.pq_proto = c->pc_proto;
 	if (!policy_decide(p, &q, &v))
 		return "policy_reload";
-	if (c->pc_inspect != NULL) {
-		if (proxy_inspect_recheck(c, &v) == -1)
-			return "policy_reload";	/* no longer inspected: may not go on */
-	} else if (v.pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
-	    v.pv_tls == POLICY_TLS_INSPECT)
-		return "policy_reload";	/* now inspect: the splice may not go on */
+	/* A connection cannot change mode: the mode says whether it may go on. */
+	if (c->pc_mode != NULL && c->pc_mode->pm_recheck(c, &v) == -1)
+		return "policy_reload";
 	/* A cidr destination must still pass the address check with the new rule. */
 	if (c->pc_state >= PC_CONNECT && c->pc_by_addr &&
 	    netaddr_classify(&c->pc_upstream, NULL) == NETADDR_PRIVATE &&
@@ -790,6 +787,7 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 		return "policy_reload";
 	if (v.pv_rule != NULL && v.pv_rule->pr_id != NULL)
 		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v.pv_rule->pr_id);
+	c->pc_prule = v.pv_rule;	/* within the policy c now holds */
 	c->pc_limits = p->p_limits;
 	return NULL;
 }
@@ -813,6 +811,7 @@ proxy_conn_current(struct proxy_conn *c)
 	if (c->pc_policy != NULL)
 		proxy_policy_put(c->pc_policy);
 	c->pc_policy = pp;
+	c->pc_prule = NULL;	/* it was in the old policy; recheck sets it */
 	c->pc_reloaded = 1;
 	if (c->pc_state == PC_PEEK) {
 		/* Nothing decided yet: may any protocol still reach the destination? */

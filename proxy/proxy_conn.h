@@ -1,15 +1,20 @@
 /*
- * proxy/proxy_conn.h: internals shared by the connection path's files
- * (proxy_conn.c: worker, accept, peek, decide, close and audit; proxy_conn_dial.c:
- * resolve, check, connect; proxy_conn_relay.c: the splice relay; proxy_conn_limit.c:
- * per-sandbox limits).  Nothing here is used outside proxy_conn*.c.
+ * proxy/proxy_conn.h: the connection path, shared by its files, top-down:
+ *	proxy_conn.c		worker, accept, sandbox, peek, decide, close and audit
+ *	proxy_conn_dial.c	resolve, check, connect (for any mode)
+ *	modes (struct proxy_mode below; the core and the dial know none by name):
+ *	  proxy_conn_relay.c	splice: bytes both ways, untouched (also the relay
+ *				an inspected connection hands over to after a 101)
+ *	  proxy_inspect.c	inspect: TLS terminated (or plain HTTP), per request
+ *	proxy_conn_limit.c	per-sandbox limits
+ * Nothing here is used outside these files.
  *
- * A connection moves through the states below, each owned by one file.  TLS
- * inspection (issue 5, proxy_inspect.c) takes over after PC_DECIDED: it terminates
- * the VM's TLS and dials (PC_RESOLVE, PC_CONNECT, with a TLS bufferevent upstream)
- * in parallel, then runs the HTTP exchange (PC_INSPECT); the peeked bytes stay in
- * the client's input buffer until the state that consumes them (the relay replays
- * them, inspection hands them to OpenSSL).
+ * A connection moves through the states below.  After PC_DECIDED the decision's
+ * mode takes over: it dials (PC_RESOLVE, PC_CONNECT; inspect with a TLS bufferevent
+ * upstream, its handshake towards the VM in parallel) and then relays (PC_RELAY) or
+ * serves HTTP (PC_INSPECT); the peeked bytes stay in the client's input buffer
+ * until the mode consumes them (the relay replays them, inspection hands them to
+ * OpenSSL).
  */
 #ifndef AIRLOCK_PROXY_CONN_H
 #define AIRLOCK_PROXY_CONN_H
@@ -49,10 +54,32 @@ enum proxy_conn_state {
 	PC_INSPECT,		/* TLS terminated: HTTP requests (proxy_inspect.c) */
 };
 
+struct proxy_conn;
 struct proxy_dns_ticket;
 struct proxy_inspect;
 struct policy_verdict;
 struct ssl_ctx_st;
+
+/*
+ * What an allowed connection does once decided.  proxy_conn_decide() picks the
+ * mode and calls pm_start; the dial and the core call the mode only through these.
+ */
+struct proxy_mode {
+	const char	*pm_name;	/* "splice", "inspect" */
+	/* c was allowed: take over (dial with proxy_conn_dial()); may close c. */
+	void		(*pm_start)(struct proxy_conn *c);
+	/* The unconnected upstream bufferevent the dial connects, or NULL. */
+	struct bufferevent *(*pm_server_bev)(struct proxy_conn *c);
+	/* The dial's event on it: connected (inspect: TLS verified too) or failed. */
+	void		(*pm_server_event)(struct proxy_conn *c, short what);
+	/* After a reload: 0 if c may go on under verdict v (same mode), else -1. */
+	int		(*pm_recheck)(struct proxy_conn *c,
+			    const struct policy_verdict *v);
+	/* c is being freed: the mode's own state goes (NULL-safe, never started). */
+	void		(*pm_free)(struct proxy_conn *c);
+};
+extern const struct proxy_mode proxy_mode_splice;	/* proxy_conn_relay.c */
+extern const struct proxy_mode proxy_mode_inspect;	/* proxy_inspect.c */
 
 struct proxy_conn {
 	TAILQ_ENTRY(proxy_conn) pc_entry;
@@ -67,7 +94,8 @@ struct proxy_conn {
 	struct event		*pc_timer;	/* peek / connect / idle timer */
 	struct event		*pc_pause;	/* bytes_per_second pause */
 	struct proxy_dns_ticket	*pc_dns;	/* outstanding lookup, or NULL */
-	struct proxy_inspect	*pc_inspect;	/* inspect mode, or NULL */
+	const struct proxy_mode	*pc_mode;	/* once decided, else NULL */
+	struct proxy_inspect	*pc_inspect;	/* inspect mode's state (its own) */
 
 	struct netaddr		 pc_src;
 	uint16_t		 pc_sport;
@@ -81,6 +109,8 @@ struct proxy_conn {
 	int			 pc_quiet;	/* the quiet timer has fired */
 	int			 pc_reloaded;	/* the policy changed since accept */
 	char			 pc_rule[64];	/* rule id that allowed it */
+	/* the rule that allowed it, within pc_policy (held): NULL for none */
+	const struct policy_rule *pc_prule;
 	int			 pc_would_deny;	/* report mode */
 	char			 pc_wd_reason[32];
 	enum policy_tls		 pc_tls;
@@ -145,7 +175,11 @@ int	proxy_conn_addr_check(const struct proxy_worker *w,
 int	proxy_conn_host_addrs(struct proxy_worker *w);
 
 /* proxy_conn_relay.c */
-/* c's upstream is connected: replay the peeked bytes, relay until both sides end. */
+/*
+ * c's upstream is connected (splice), or an inspected connection switched
+ * protocols: relay what both inputs hold and then every byte until both sides
+ * end, under the relay's limits (bytes_per_second, idle timeout).
+ */
 void	proxy_conn_relay_start(struct proxy_conn *c);
 /* Re-evaluates which sides may read (EOF, backpressure, rate pause). */
 void	proxy_conn_relay_update(struct proxy_conn *c);
@@ -164,22 +198,5 @@ int	proxy_limit_request_take(const char *name, const struct policy_limits *l);
  */
 long	proxy_limit_bytes_take(const char *name, const struct policy_limits *l,
 	    size_t n);
-
-/* proxy_inspect.c */
-/* The rule inspects: terminate the VM's TLS, dial a verified upstream, serve HTTP. */
-void	proxy_inspect_start(struct proxy_conn *c);
-/* The upstream bufferevent of an inspecting c (TLS, connecting), or NULL. */
-struct bufferevent *proxy_inspect_server_bev(struct proxy_conn *c);
-/* The dial's event on that bufferevent (connected = TCP and TLS verified). */
-void	proxy_inspect_server_event(struct proxy_conn *c, short what);
-/*
- * A connection that is relayed as it is (raw TCP, plain HTTP to an address): -1 if
- * its first bytes hold a placeholder (an exfil record is written; deny it), else 0.
- */
-int	proxy_inspect_peek_scan(struct proxy_conn *c);
-/* Frees c's inspect state (from proxy_conn_close). */
-void	proxy_inspect_free(struct proxy_conn *c);
-/* After a reload: 0 if the inspecting c may go on under verdict v, else -1. */
-int	proxy_inspect_recheck(struct proxy_conn *c, const struct policy_verdict *v);
 
 #endif

@@ -94,27 +94,13 @@ proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *ru
 	return -1;
 }
 
+/* The mode hears how the connect went (inspect: TLS verified too). */
 static void
 proxy_conn_dial_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	if (c->pc_inspect != NULL) {
-		/* TLS upstream: connected means verified; failures are told apart. */
-		proxy_inspect_server_event(c, what);
-		return;
-	}
-	if (what & BEV_EVENT_CONNECTED) {
-		event_del(c->pc_timer);
-		if (proxy_conn_current(c) == -1)
-			return;
-		proxy_conn_relay_start(c);
-		return;
-	}
-	log_debug("connection %llu: upstream connect failed: %s",
-	    (unsigned long long)c->pc_id,
-	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-	proxy_conn_close(c, "connect_failed", 1);
+	c->pc_mode->pm_server_event(c, what);
 }
 
 static void
@@ -135,8 +121,8 @@ proxy_conn_connect(struct proxy_conn *c)
 	int one = 1;
 
 	c->pc_state = PC_CONNECT;
-	if (c->pc_inspect != NULL)
-		c->pc_server = proxy_inspect_server_bev(c);
+	if (c->pc_mode->pm_server_bev != NULL)
+		c->pc_server = c->pc_mode->pm_server_bev(c);
 	else
 		c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
@@ -166,8 +152,6 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 	struct proxy_dns_ticket *t = arg;
 	struct proxy_conn *c = t->pt_conn;
 	const struct policy_rule *rule = NULL;
-	struct policy_verdict v;
-	struct policy_query q;
 	struct evutil_addrinfo *ai;
 	struct netaddr a;
 	const char *why = NULL, *worst = NULL;
@@ -196,14 +180,8 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		evutil_freeaddrinfo(res);
 		return;
 	}
-	/* The deciding rule, for policy_rule_allows_private(). */
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
-	q.pq_proto = c->pc_proto;
-	if (policy_decide(c->pc_policy->pp_policy, &q, &v) || v.pv_would_deny)
-		rule = v.pv_rule;
+	/* The deciding rule (current), for policy_rule_allows_private(). */
+	rule = c->pc_prule;
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (ai->ai_family != AF_INET ||
 		    netaddr_from_sockaddr(ai->ai_addr, &a, NULL) == -1)
@@ -233,8 +211,6 @@ proxy_conn_dial(struct proxy_conn *c)
 	struct evdns_getaddrinfo_request *req;
 	struct timeval tv = { PROXY_CONNECT_TIMEOUT, 0 };
 	const struct policy_rule *rule = NULL;
-	struct policy_verdict v;
-	struct policy_query q;
 	const char *why;
 
 	event_assign(c->pc_timer, c->pc_worker->pw_base, -1, 0,
@@ -245,12 +221,7 @@ proxy_conn_dial(struct proxy_conn *c)
 	}
 	if (c->pc_by_addr) {
 		/* A cidr rule allowed the address itself: check it as an answer. */
-		memset(&q, 0, sizeof(q));
-		q.pq_addr = &c->pc_dst;
-		q.pq_port = c->pc_dport;
-		q.pq_proto = c->pc_proto;
-		if (policy_decide(c->pc_policy->pp_policy, &q, &v) || v.pv_would_deny)
-			rule = v.pv_rule;
+		rule = c->pc_prule;
 		if (c->pc_dst.na_family != AF_INET) {
 			proxy_conn_close(c, "address_not_allowed", 1);
 			return;

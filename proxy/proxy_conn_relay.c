@@ -1,5 +1,13 @@
 /*
- * proxy/proxy_conn_relay.c: the splice relay: bytes both ways, untouched.
+ * proxy/proxy_conn_relay.c: the splice mode (struct proxy_mode, proxy_conn.h) and
+ * the relay: bytes both ways, untouched.  The relay also carries an inspected
+ * connection after a 101 (WebSocket: the TLS bufferevents of both sides), so its
+ * limits apply to every relayed byte.
+ *
+ * Splice.  A spliced connection's first bytes are scanned for placeholders when
+ * they are readable (raw TCP, plain HTTP to an address: placeholder_unprotected,
+ * with an exfil record); spliced TLS cannot be looked into.  It dials with a plain
+ * socket and relays once connected.
  *
  * One function family owns the relay so that it can be swapped for kernel
  * splice(2) later (issue 7).  Userspace copies through bufferevents: a side stops
@@ -42,9 +50,12 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "audit.h"
 #include "log.h"
 #include "proxy.h"
 #include "proxy_conn.h"
+#include "proxy_keys.h"
+#include "proxy_scan.h"
 
 static void	proxy_conn_relay_read(struct bufferevent *, void *);
 static void	proxy_conn_relay_write(struct bufferevent *, void *);
@@ -329,16 +340,12 @@ proxy_conn_relay_idle(evutil_socket_t fd, short what, void *arg)
 void
 proxy_conn_relay_start(struct proxy_conn *c)
 {
-	struct evbuffer *in = bufferevent_get_input(c->pc_client);
 	struct timeval tv = { PROXY_IDLE_TIMEOUT, 0 };
 
 	c->pc_state = PC_RELAY;
-	if (c->pc_policy != NULL) {
-		proxy_policy_put(c->pc_policy);	/* decided and dialled: done with it */
-		c->pc_policy = NULL;
-	}
 	event_base_gettimeofday_cached(c->pc_worker->pw_base, &c->pc_last);
 	bufferevent_setwatermark(c->pc_client, EV_READ, 0, 0);
+	bufferevent_setwatermark(c->pc_server, EV_READ, 0, 0);
 	bufferevent_setwatermark(c->pc_client, EV_WRITE, PROXY_RELAY_LOW, 0);
 	bufferevent_setwatermark(c->pc_server, EV_WRITE, PROXY_RELAY_LOW, 0);
 	bufferevent_setcb(c->pc_client, proxy_conn_relay_read,
@@ -353,11 +360,126 @@ proxy_conn_relay_start(struct proxy_conn *c)
 	}
 	bufferevent_enable(c->pc_server, EV_WRITE);
 	bufferevent_enable(c->pc_client, EV_WRITE);
-	/* Replay the peeked bytes first (counted as upstream bytes). */
-	if (evbuffer_get_length(in) > 0 &&
+	/*
+	 * What is already buffered goes first: the peeked bytes (counted as upstream
+	 * bytes), and after a 101 whatever either side sent behind the handshake.
+	 */
+	if (evbuffer_get_length(bufferevent_get_input(c->pc_client)) > 0 &&
 	    proxy_conn_relay_move(c, c->pc_client) == -1)
+		return;
+	if (evbuffer_get_length(bufferevent_get_input(c->pc_server)) > 0 &&
+	    proxy_conn_relay_move(c, c->pc_server) == -1)
 		return;
 	if (c->pc_client_eof)
 		proxy_conn_relay_shut(c, c->pc_server);
+	if (c->pc_server_eof)
+		proxy_conn_relay_shut(c, c->pc_client);
+	if (proxy_conn_relay_done(c)) {
+		proxy_conn_close(c, NULL, 0);
+		return;
+	}
 	proxy_conn_relay_update(c);
 }
+
+/*
+ * Splice mode.
+ */
+
+/*
+ * A connection relayed as it is with readable first bytes (raw TCP, plain HTTP to
+ * an address): -1 if they hold a placeholder (an exfil record is written), else 0.
+ */
+static int
+proxy_splice_scan(struct proxy_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->pc_client);
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv[2];
+	struct proxy_keys *k;
+	struct scan_match m;
+	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
+	const uint8_t *buf;
+	size_t len = evbuffer_get_length(in);
+	int found = 0;
+
+	if (len == 0 || (k = proxy_keys_get()) == NULL)
+		return 0;
+	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) != NULL &&
+	    k->pk_nsecrets > 0 && scan_find(k->pk_ph_set, buf, len, &m)) {
+		found = 1;
+		r.ar_event = AUDIT_EV_EXFIL;
+		r.ar_sandbox = c->pc_sandbox->ps_rec.sb_name;
+		r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src,
+		    sizeof(src));
+		if (c->pc_name[0] != '\0')
+			snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
+		else
+			proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
+		r.ar_dst = dst;
+		r.ar_decision = "deny";
+		r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
+		r.ar_reason = "placeholder_unprotected";
+		kv[0] = (struct audit_kv){ .ak_key = "secret",
+		    .ak_str = proxy_keys_secret_name(k, m.sm_id) != NULL ?
+		    proxy_keys_secret_name(k, m.sm_id) : "?" };
+		kv[1] = (struct audit_kv){ .ak_key = "proto",
+		    .ak_str = policy_proto_str(c->pc_proto) };
+		r.ar_extra = kv;
+		r.ar_nextra = 2;
+		if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
+			log_warn("audit write (connection %llu)",
+			    (unsigned long long)c->pc_id);
+	}
+	proxy_keys_put(k);
+	return found ? -1 : 0;
+}
+
+static void
+proxy_splice_start(struct proxy_conn *c)
+{
+	if (c->pc_proto != POLICY_PROTO_TLS && proxy_splice_scan(c) == -1) {
+		proxy_conn_close(c, "placeholder_unprotected", 1);
+		return;
+	}
+	if (c->pc_by_addr)
+		c->pc_upstream = c->pc_dst;
+	proxy_conn_dial(c);
+}
+
+static void
+proxy_splice_server_event(struct proxy_conn *c, short what)
+{
+	if (what & BEV_EVENT_CONNECTED) {
+		event_del(c->pc_timer);
+		if (proxy_conn_current(c) == -1)
+			return;
+		proxy_conn_relay_start(c);
+		return;
+	}
+	log_debug("connection %llu: upstream connect failed: %s",
+	    (unsigned long long)c->pc_id,
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	proxy_conn_close(c, "connect_failed", 1);
+}
+
+/* A spliced connection may go on unless its name is now inspected. */
+static int
+proxy_splice_recheck(struct proxy_conn *c, const struct policy_verdict *v)
+{
+	return v->pv_rule != NULL && c->pc_proto == POLICY_PROTO_TLS &&
+	    v->pv_tls == POLICY_TLS_INSPECT ? -1 : 0;
+}
+
+static void
+proxy_splice_free(struct proxy_conn *c)
+{
+}
+
+const struct proxy_mode proxy_mode_splice = {
+	.pm_name = "splice",
+	.pm_start = proxy_splice_start,
+	.pm_server_bev = NULL,
+	.pm_server_event = proxy_splice_server_event,
+	.pm_recheck = proxy_splice_recheck,
+	.pm_free = proxy_splice_free,
+};

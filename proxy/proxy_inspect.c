@@ -73,12 +73,16 @@
  * is injected there; responses are redacted as above).  limits.requests_per_second is charged per
  * request (429).
  *
- * Not covered here: WebSocket frames after the 101 are relayed raw (pi_websocket),
- * unscanned (the
- * rule's websocket flag is the operator's consent); upstream connections are not
- * pooled across VM connections nor resumed (one upstream connection per VM
- * connection, kept alive while the VM keeps its own); limits.bytes_per_second is
- * not applied to inspected connections (the splice relay applies it).
+ * After a 101 (WebSocket) the relay (proxy_conn_relay_start) takes both TLS
+ * streams, with its limits (bytes_per_second, idle timeout); the frames are not
+ * scanned (the rule's websocket flag is the operator's consent).  Not covered
+ * here: upstream connections are not pooled across VM connections (one upstream
+ * connection per VM connection, kept alive while the VM keeps its own; sessions
+ * are resumed); limits.bytes_per_second applies to request and response bodies
+ * only through the relay after a 101.
+ *
+ * This file is the inspect mode (struct proxy_mode, proxy_conn.h): its entry
+ * points are proxy_mode_inspect's, at the end.
  */
 #include <sys/time.h>
 
@@ -106,7 +110,7 @@
 #include "proxy.h"
 #include "proxy_conn.h"
 #include "proxy_http.h"
-#include "proxy_inspect.h"
+#include "proxy_keys.h"
 #include "proxy_scan.h"
 #include "proxy_tls.h"
 
@@ -1296,14 +1300,19 @@ pi_response_head(struct proxy_conn *c)
 	}
 	if (rs->hs_switching) {
 		/*
-		 * 101: from here the bytes are the application's, relayed raw by
-		 * pi_websocket() (the splice relay works on the sockets, which carry
-		 * TLS here).
+		 * 101: from here the bytes are the application's.  The one relay
+		 * takes both streams (TLS bufferevents here), with its limits
+		 * (bytes_per_second, idle timeout); this engine is done.
 		 */
 		pi_audit_request(c, NULL, rs->hs_status);
 		pi_request_reset(pi);
 		pi->pi_rq = PI_WEBSOCKET;
-		return 1;
+		if (pi->pi_timer != NULL)
+			event_del(pi->pi_timer);
+		c->pc_client_eof = pi->pi_client_eof;
+		c->pc_server_eof = pi->pi_server_eof;
+		proxy_conn_relay_start(c);
+		return -1;	/* not ours any more: the driver stops */
 	}
 	if (pi->pi_out_framing == HTTP_BODY_NONE || (rs->hs_framing ==
 	    HTTP_BODY_LENGTH && rs->hs_length == 0)) {
@@ -1406,45 +1415,6 @@ pi_response_body(struct proxy_conn *c)
 	return -1;
 }
 
-/* After a 101: bytes both ways as they are, until either side ends. */
-static void
-pi_websocket(struct proxy_conn *c)
-{
-	struct proxy_inspect *pi = c->pc_inspect;
-	struct evbuffer *cin = bufferevent_get_input(c->pc_client);
-	struct evbuffer *sin = bufferevent_get_input(c->pc_server);
-	struct evbuffer *cout = bufferevent_get_output(c->pc_client);
-	struct evbuffer *sout = bufferevent_get_output(c->pc_server);
-	size_t n;
-
-	if ((n = evbuffer_get_length(cin)) > 0 && evbuffer_get_length(sout) <
-	    PROXY_RELAY_HIGH) {
-		pi_count(c, 1, n);
-		evbuffer_add_buffer(sout, cin);
-	}
-	if ((n = evbuffer_get_length(sin)) > 0 && evbuffer_get_length(cout) <
-	    PROXY_RELAY_HIGH) {
-		pi_count(c, 0, n);
-		evbuffer_add_buffer(cout, sin);
-	}
-	if (pi->pi_server_eof && evbuffer_get_length(sin) == 0) {
-		pi_closing(c);		/* what the VM still has to get, then close */
-		return;
-	}
-	if (pi->pi_client_eof && evbuffer_get_length(cin) == 0) {
-		proxy_conn_close(c, NULL, 0);
-		return;
-	}
-	if (evbuffer_get_length(cout) < PROXY_RELAY_HIGH)
-		bufferevent_enable(c->pc_server, EV_READ);
-	else
-		bufferevent_disable(c->pc_server, EV_READ);
-	if (evbuffer_get_length(sout) < PROXY_RELAY_HIGH)
-		bufferevent_enable(c->pc_client, EV_READ);
-	else
-		bufferevent_disable(c->pc_client, EV_READ);
-}
-
 /*
  * The driver: makes what progress the buffered bytes allow.
  */
@@ -1494,8 +1464,7 @@ pi_run(struct proxy_conn *c)
 			}
 			break;
 		case PI_WEBSOCKET:
-			pi_websocket(c);
-			return;
+			return;		/* the relay's (proxy_conn_relay_start) */
 		case PI_CLOSING:
 			return;
 		case PI_REQ_DONE:
@@ -1675,7 +1644,7 @@ pi_timer_cb(evutil_socket_t fd, short what, void *arg)
  * Entry points (proxy_conn.h).
  */
 
-void
+static void
 proxy_inspect_free(struct proxy_conn *c)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
@@ -1692,7 +1661,7 @@ proxy_inspect_free(struct proxy_conn *c)
 	c->pc_inspect = NULL;
 }
 
-void
+static void
 proxy_inspect_start(struct proxy_conn *c)
 {
 	struct proxy_worker *w = c->pc_worker;
@@ -1800,52 +1769,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	proxy_conn_dial(c);
 }
 
-int
-proxy_inspect_peek_scan(struct proxy_conn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->pc_client);
-	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[2];
-	struct proxy_keys *k;
-	struct scan_match m;
-	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
-	const uint8_t *buf;
-	size_t len = evbuffer_get_length(in);
-	int found = 0;
-
-	if (len == 0 || (k = proxy_keys_get()) == NULL)
-		return 0;
-	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) != NULL &&
-	    k->pk_nsecrets > 0 && scan_find(k->pk_ph_set, buf, len, &m)) {
-		found = 1;
-		r.ar_event = AUDIT_EV_EXFIL;
-		r.ar_sandbox = pi_sandbox(c);
-		r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src,
-		    sizeof(src));
-		if (c->pc_name[0] != '\0')
-			snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
-		else
-			proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
-		r.ar_dst = dst;
-		r.ar_decision = "deny";
-		r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
-		r.ar_reason = "placeholder_unprotected";
-		kv[0] = (struct audit_kv){ .ak_key = "secret",
-		    .ak_str = m.sm_id >= 0 && (size_t)m.sm_id < k->pk_nsecrets ?
-		    k->pk_secrets[m.sm_id].ps_name : "?" };
-		kv[1] = (struct audit_kv){ .ak_key = "proto",
-		    .ak_str = policy_proto_str(c->pc_proto) };
-		r.ar_extra = kv;
-		r.ar_nextra = 2;
-		if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
-			log_warn("audit write (connection %llu)",
-			    (unsigned long long)c->pc_id);
-	}
-	proxy_keys_put(k);
-	return found ? -1 : 0;
-}
-
-struct bufferevent *
+static struct bufferevent *
 proxy_inspect_server_bev(struct proxy_conn *c)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
@@ -1871,7 +1795,7 @@ proxy_inspect_server_bev(struct proxy_conn *c)
 	return bev;
 }
 
-void
+static void
 proxy_inspect_server_event(struct proxy_conn *c, short what)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
@@ -1935,7 +1859,7 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	pi_run(c);
 }
 
-int
+static int
 proxy_inspect_recheck(struct proxy_conn *c, const struct policy_verdict *v)
 {
 	/* An inspected connection checks every request itself: it may go on while
@@ -1944,3 +1868,12 @@ proxy_inspect_recheck(struct proxy_conn *c, const struct policy_verdict *v)
 		return v->pv_rule != NULL ? 0 : -1;
 	return v->pv_rule != NULL && v->pv_tls == POLICY_TLS_INSPECT ? 0 : -1;
 }
+
+const struct proxy_mode proxy_mode_inspect = {
+	.pm_name = "inspect",
+	.pm_start = proxy_inspect_start,
+	.pm_server_bev = proxy_inspect_server_bev,
+	.pm_server_event = proxy_inspect_server_event,
+	.pm_recheck = proxy_inspect_recheck,
+	.pm_free = proxy_inspect_free,
+};

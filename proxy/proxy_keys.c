@@ -1,5 +1,5 @@
 /*
- * proxy/proxy_keys.c: the key material of airlockd (see proxy_inspect.h): built as
+ * proxy/proxy_keys.c: the key material of airlockd (see proxy_keys.h): built as
  * root by the state reader, parsed and held by the unprivileged process.
  *
  * The image (both ends are the same binary; integers are native uint32_t):
@@ -38,7 +38,7 @@
 #include "hostname.h"
 #include "log.h"
 #include "policy.h"
-#include "proxy_inspect.h"
+#include "proxy_keys.h"
 #include "proxy_scan.h"
 #include "vault.h"
 

@@ -57,7 +57,7 @@
 #include <openssl/x509v3.h>
 
 #include "log.h"
-#include "proxy_inspect.h"
+#include "proxy_keys.h"
 #include "proxy_tls.h"
 
 /* Sessions kept per worker context: enough for the hosts a worker talks to. */

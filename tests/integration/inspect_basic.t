@@ -347,6 +347,36 @@ codes=$(ip netns exec "$V3" curl -sS --max-time 8 --cacert "$T/t3-ca.pem" \
 [ "$codes" = "200 429 " ] && audit_has '"sandbox":"t3","event":"request".*"status":429.*"reason":"rate_limited"'
 ok $? "requests_per_second 1: the second request at once gets 429 ($codes)"
 
+# --- limits.bytes_per_second after a 101: the one relay carries the WebSocket -----
+pn_vm V4 3
+cat >"$T/wslimited.json" <<'EOF'
+{ "policy": "ws-limited",
+  "rules": [ { "id": "other", "host": "other.test", "http": { "websocket": true } } ],
+  "limits": { "bytes_per_second": 40000 } }
+EOF
+AL net attach t4 --policy "$T/wslimited.json" --iface vh3 --guest-ip "$(pn_guest 3)" \
+    >/dev/null 2>&1
+AL ca cert t4 >"$T/t4-ca.pem" 2>/dev/null
+MO4=$(ip netns exec "$V4" getent ahostsv4 other.test | awk 'NR == 1 { print $1 }')
+# 100,000 bytes up and echoed down: 200,000 at 40,000/s after a one-second burst
+# take >= 4 s; assert 2.5 s (a lower bound only) and every byte back.
+ms=$(ip netns exec "$V4" timeout 40 perl -MTime::HiRes=time -e '
+    open(my $s, "|-", "openssl s_client -quiet -no_ign_eof -connect $ARGV[0]:443 -servername other.test -CAfile '"$T/t4-ca.pem"' >'"$T/ws4.out"' 2>/dev/null") or die;
+    select($s); $| = 1;
+    print $s "GET /ws HTTP/1.1\r\nHost: other.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    for (1..50) { last if -s "'"$T/ws4.out"'" > 0; select(undef, undef, undef, 0.1); }
+    my $t0 = time;
+    print $s ("w" x 99999) . "\n";
+    for (1..350) { last if -s "'"$T/ws4.out"'" >= 100000 + 100; select(undef, undef, undef, 0.1); }
+    syswrite(STDOUT, sprintf("%d\n", (time - $t0) * 1000));
+    close $s;' "$MO4" 2>"$T/ws4.err")
+[ -s "$T/ws4.err" ] && diag "ws4: $(head -c 300 "$T/ws4.err")"
+got=$(sed '1,/^\r*$/d' "$T/ws4.out" | tr -cd w | wc -c)
+[ "$got" = 99999 ]
+ok $? "WebSocket under bytes_per_second: every byte echoed back ($got)"
+[ -n "$ms" ] && [ "$ms" -ge 2500 ]
+ok $? "... held to the rate by the relay (took ${ms:-?} ms, at least 2500)"
+
 # --- the policy/vault binding ------------------------------------------------------
 inV true
 pn_vm V2 1

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/proxy_inspect.h"
+#include "../../proxy/proxy_keys.h"
 #include "../tap.h"
 #include "ca.h"
 #include "policy.h"

@@ -1,5 +1,5 @@
 /*
- * proxy/proxy_inspect.h: TLS inspection, the vault and the interception CAs inside
+ * proxy/proxy_keys.h: the vault and the interception CAs inside
  * airlockd (issue 5).  Private to proxy/: the key material (proxy_keys.c), the TLS
  * contexts (proxy_tls.c) and the inspecting connection (proxy_inspect*.c).
  *
@@ -21,8 +21,8 @@
  * keep the vault key in memory instead, which is no better.  The process is not
  * dumpable and has no core limit (vault_process_harden()).
  */
-#ifndef AIRLOCK_PROXY_INSPECT_H
-#define AIRLOCK_PROXY_INSPECT_H
+#ifndef AIRLOCK_PROXY_KEYS_H
+#define AIRLOCK_PROXY_KEYS_H
 
 #include <stddef.h>
 #include <stdint.h>
