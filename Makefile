@@ -1,14 +1,13 @@
 # airlock: one non-recursive Makefile.
 #
 # Each part is a static archive built from every .c file in its folder, so adding a
-# file never needs an edit here.  Dependencies point one way, as DEPS below says:
-#   lib/ <- policies/ <- audit/ <- netctl/, vault/;  vault/ <- vmm/;
-#   netctl/, vault/ <- proxy/ (airlockd);  netctl/, vault/, vmm/ <- cli/ (airlock)
+# file never needs an edit here.  Dependencies point one way: DEPS below is the one
+# statement of the direction (README.md draws it), make check-deps enforces it.
 #
 #   make            build airlock and airlockd
 #   make check      install packages (make deps), build, run every TAP test under prove
-#   make check-deps every #include "..." against DEPS (tests/check-deps.sh)
 #   make SAN=1 ...  the same with AddressSanitizer + UBSan
+#   make check-deps every #include "..." against DEPS (tests/check-deps.sh)
 #   make fuzz       libFuzzer binaries (clang) for every tests/fuzz/fuzz_*.c
 #   make fuzz-long  long fuzzing runs that add up (tests/fuzz/RESULTS.md)
 #   make guest      the default VM image (build/guest: kernel + initramfs)
