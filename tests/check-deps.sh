@@ -34,7 +34,7 @@ cd "$root" || exit 2
 
 list=$(mktemp) || exit 2
 trap 'rm -f "$list"' EXIT INT TERM
-find . \( -name .git -o -name 'build*' -o -name corpus \) -prune -o \
+find . -type d \( -name .git -o -name 'build*' -o -path ./tests/fuzz/corpus \) -prune -o \
     -type f \( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||' | LC_ALL=C sort >"$list"
 
 LC_ALL=C awk -v deps="$1" -v headers="$2" -v parts="$3" -v listfile="$list" '
