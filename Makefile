@@ -1,12 +1,13 @@
 # airlock: one non-recursive Makefile.
 #
 # Each part is a static archive built from every .c file in its folder, so adding a
-# file never needs an edit here.  Dependencies point one way (see README.md):
-#   lib/ <- policies/ <- audit/ <- netctl/ vault/ vmm/ <- proxy/ (airlockd), cli/ (airlock)
+# file never needs an edit here.  Dependencies point one way: DEPS below is the one
+# statement of the direction (README.md draws it), make check-deps enforces it.
 #
 #   make            build airlock and airlockd
 #   make check      install packages (make deps), build, run every TAP test under prove
 #   make SAN=1 ...  the same with AddressSanitizer + UBSan
+#   make check-deps every #include "..." against DEPS (tests/check-deps.sh)
 #   make fuzz       libFuzzer binaries (clang) for every tests/fuzz/fuzz_*.c
 #   make fuzz-long  long fuzzing runs that add up (tests/fuzz/RESULTS.md)
 #   make guest      the default VM image (build/guest: kernel + initramfs)
@@ -39,7 +40,18 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude \
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
-# Parts, in link order (a part may use only the parts after it).
+# The dependency direction, stated once (make check-deps checks every #include "..."
+# against it; README's Layout section says the same in words).  One word per part,
+# PART:USES, where USES are the parts PART builds on directly, comma-separated.  A
+# part may include its own private headers (PART/...) and the public headers of
+# itself and of the parts below it (reachable through these arrows), nothing else.
+DEPS	:= lib: policies:lib audit:policies netctl:audit vault:audit vmm:vault \
+	   proxy:netctl,vault cli:netctl,vault,vmm
+# Which part each public header (include/H) belongs to: PART:H,H,...
+HEADERS	:= lib:config.h,config_types.h,control.h,file.h,hostname.h,log.h,netaddr.h,sandbox.h \
+	   policies:policy.h audit:audit.h netctl:netctl.h vault:ca.h,vault.h vmm:vmm.h
+
+# Parts, in link order: each before the parts below it (check-deps checks it).
 PARTS	:= cli proxy vmm netctl vault audit policies lib
 define part_srcs
 $(filter-out $(1)/main.c,$(wildcard $(1)/*.c))
@@ -104,9 +116,15 @@ tests: $(UNIT_TS) $(FUZZ_REPLAY) $(TOOLS) $(BINS) all
 # The TAP suite: unit tests (no privileges), fuzz corpus replays, integration tests
 # (network namespaces; they skip themselves when not root).
 check: deps
+	$(MAKE) check-deps
 	$(MAKE) tests guest
 	AIRLOCK_BUILD=$(CURDIR)/$(O) AIRLOCK_SRCDIR=$(CURDIR) AIRLOCK=$(CURDIR)/$(O)/airlock AIRLOCKD=$(CURDIR)/$(O)/airlockd \
 	    prove -r $(PROVE_FLAGS) $(O)/tests tests/integration tests/vm
+
+# The include direction (DEPS, HEADERS, PARTS above); its self-test is
+# tests/integration/check_deps.t.
+check-deps:
+	sh tests/check-deps.sh '$(DEPS)' '$(HEADERS)' '$(PARTS)'
 
 # The default guest image of `airlock vm start`: a Debian cloud kernel (downloaded,
 # never installed) and a busybox + curl initramfs, in $(O)/guest beside the binaries
@@ -155,7 +173,7 @@ deps:
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check tests fuzz fuzz-long deps clean guest bench
+.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -34,11 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum audit_fsync {
-	AUDIT_FSYNC_NEVER = 0,		/* flush only */
-	AUDIT_FSYNC_DENY,		/* fsync before a denial takes effect (default) */
-	AUDIT_FSYNC_ALWAYS,		/* fsync every record */
-};
+#include "config_types.h"	/* enum audit_fsync */
 
 enum audit_event {
 	AUDIT_EV_DNS = 0,

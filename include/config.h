@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "audit.h"
+#include "config_types.h"	/* enum audit_fsync */
 #include "netaddr.h"
 
 #define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"

@@ -16,7 +16,7 @@
 #include <libnftnl/chain.h>
 #include <libnftnl/set.h>
 
-#include "netctl.h"
+#include "netctl_int.h"
 
 void
 nc_err_errno(char *err, size_t errlen, int e, const char *fmt, ...)

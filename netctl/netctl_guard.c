@@ -23,7 +23,7 @@
 #include <libmnl/libmnl.h>
 #include <libnftnl/table.h>
 
-#include "netctl.h"
+#include "netctl_int.h"
 
 struct netctl_guard {
 	struct mnl_socket *ng_sock;

@@ -37,7 +37,7 @@
 #include <libmnl/libmnl.h>
 
 #include "log.h"
-#include "netctl.h"
+#include "netctl_int.h"
 
 enum nc_knob {
 	NC_KNOB_FWD4 = 0,

@@ -25,7 +25,7 @@
 #include <libmnl/libmnl.h>
 
 #include "log.h"
-#include "netctl.h"
+#include "netctl_int.h"
 
 int
 nc_link_exists(const char *ifname)

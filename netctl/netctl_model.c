@@ -67,7 +67,7 @@
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
 
-#include "netctl.h"
+#include "netctl_int.h"
 
 /* nftables datatype ids (nftables' include/datatype.h), so `nft list` prints types. */
 #define NC_TYPE_IPADDR		7

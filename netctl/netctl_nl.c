@@ -33,7 +33,7 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
-#include "netctl.h"
+#include "netctl_int.h"
 
 #define NC_BUFSZ	(1 << 20)	/* one batch; a sandbox's is a few KiB */
 

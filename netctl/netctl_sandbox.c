@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "netctl.h"
+#include "netctl_int.h"
 #include "policy.h"
 
 /* Takes the state directory's lock. Returns the fd (close to release) or -1. */

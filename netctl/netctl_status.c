@@ -17,7 +17,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 
-#include "netctl.h"
+#include "netctl_int.h"
 
 struct nc_cmp {
 	struct netctl_status *st;

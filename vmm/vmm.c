@@ -22,7 +22,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "vmm.h"
+#include "vmm_int.h"
 
 #define VMM_PROBE_WAIT_MS	5000	/* a KVM guest prints within this */
 

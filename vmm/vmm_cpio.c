@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "vmm.h"
+#include "vmm_int.h"
 
 static int
 vmm_cpio_reserve(struct vmm_cpio *c, size_t more)

@@ -23,7 +23,7 @@
 #include "file.h"
 #include "policy.h"
 #include "vault.h"
-#include "vmm.h"
+#include "vmm_int.h"
 
 int
 vmm_env_name(const char *secret, char *buf, size_t len)

@@ -19,7 +19,7 @@
 
 #include <openssl/evp.h>
 
-#include "vmm.h"
+#include "vmm_int.h"
 
 #define ISO_SECTOR	2048
 #define ISO_ROOT_SECTOR	20

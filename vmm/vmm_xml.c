@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm.h"
+#include "vmm_int.h"
 
 /* Writes s XML-escaped; refuses control characters (no field may carry them). */
 static int

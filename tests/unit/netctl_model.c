@@ -10,7 +10,7 @@
 
 #include <libnftnl/rule.h>
 
-#include "../../netctl/netctl.h"
+#include "../../netctl/netctl_int.h"
 #include "../tap.h"
 
 static struct netaddr

@@ -18,7 +18,7 @@
 #include <libvirt/virterror.h>
 
 #include "../tap.h"
-#include "../../vmm/vmm.h"
+#include "../../vmm/vmm_int.h"
 #include "ca.h"
 #include "vault.h"
 

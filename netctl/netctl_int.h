@@ -1,13 +1,13 @@
 /*
- * netctl/netctl.h: private to netctl/, grouped by the file that defines each function.
+ * netctl/netctl_int.h: private to netctl/, grouped by the file that defines each function.
  */
-#ifndef AIRLOCK_NETCTL_PRIV_H
-#define AIRLOCK_NETCTL_PRIV_H
+#ifndef AIRLOCK_NETCTL_INT_H
+#define AIRLOCK_NETCTL_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/netctl.h"	/* the public API (this file shadows it) */
+#include "netctl.h"	/* the public API (include/netctl.h) */
 
 struct mnl_socket;
 struct nftnl_chain;

@@ -1,17 +1,16 @@
 /*
- * vmm/vmm.h: private to vmm/ (and its unit tests).  Prototypes grouped by the file
+ * vmm/vmm_int.h: private to vmm/ (and its unit tests).  Prototypes grouped by the file
  * that defines them.
  */
-#ifndef AIRLOCK_VMM_PRIV_H
-#define AIRLOCK_VMM_PRIV_H
+#ifndef AIRLOCK_VMM_INT_H
+#define AIRLOCK_VMM_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "sandbox.h"
-/* The public API (include/vmm.h): this file's name hides it from "vmm.h". */
-#include "../include/vmm.h"
+#include "vmm.h"		/* the public API (include/vmm.h) */
 
 /* The fast-boot kernel command line of the default image (measured under TCG). */
 #define VMM_CMDLINE	"console=ttyS0 quiet panic=-1 mitigations=off nokaslr " \
