@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "hexdig.h"
 #include "hostname.h"
 #include "netaddr.h"
 #include "policy.h"
@@ -184,13 +185,7 @@ pl_scan_hex4(const char *p, const char *end, unsigned long *v)
 		return -1;
 	*v = 0;
 	for (i = 0; i < 4; i++) {
-		if (p[i] >= '0' && p[i] <= '9')
-			d = p[i] - '0';
-		else if (p[i] >= 'a' && p[i] <= 'f')
-			d = p[i] - 'a' + 10;
-		else if (p[i] >= 'A' && p[i] <= 'F')
-			d = p[i] - 'A' + 10;
-		else
+		if ((d = hexdig_val((unsigned char)p[i])) == -1)
 			return -1;
 		*v = *v << 4 | (unsigned long)d;
 	}
