@@ -191,7 +191,7 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 	const struct policy_rule *r;
 	char host[1024], detail[256];
 	uint16_t port = 443;
-	int has_port, rc = 2;
+	int has_port, proto, rc = 2;
 
 	memset(&q, 0, sizeof(q));
 	if (npos != 2 && npos != 4)
@@ -203,12 +203,8 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 		    "[IPv6]:PORT)", pos[1]);
 	if (proto_arg == NULL)
 		q.pq_proto = port == 80 ? POLICY_PROTO_HTTP : POLICY_PROTO_TLS;
-	else if (strcmp(proto_arg, "tls") == 0)
-		q.pq_proto = POLICY_PROTO_TLS;
-	else if (strcmp(proto_arg, "http") == 0)
-		q.pq_proto = POLICY_PROTO_HTTP;
-	else if (strcmp(proto_arg, "tcp") == 0)
-		q.pq_proto = POLICY_PROTO_TCP;
+	else if (strtab_value(policy_proto_names, proto_arg, &proto) == 0)
+		q.pq_proto = (enum policy_proto)proto;
 	else
 		return policy_usage("unknown protocol '%s' (tls, http, tcp)",
 		    proto_arg);
