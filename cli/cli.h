@@ -6,6 +6,8 @@
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H
 
+#include <stdio.h>
+
 #include "config.h"
 
 struct cli_ctx {
@@ -20,16 +22,54 @@ struct cli_ctx {
  */
 int	cli_config(const struct cli_ctx *ctx, struct airlock_config *cfg);
 
+/*
+ * A command group (airlock GROUP SUB ...) is one table: each subcommand's name, its
+ * handler (given the group's argc and argv, argv[1] the subcommand's name, and
+ * returning the exit status) and its usage after "airlock GROUP SUB".  Dispatch and
+ * usage lines both come from the table.
+ */
+struct cli_sub {
+	const char	*cs_name;	/* NULL ends a table */
+	int		(*cs_fn)(const struct cli_ctx *, int, char **);
+	const char	*cs_usage;	/* "" when the subcommand takes nothing */
+};
+/* What a group prints for an unknown subcommand, before its usage. */
+enum cli_unknown {
+	CLI_UNKNOWN_QUIET = 0,		/* nothing */
+	CLI_UNKNOWN_COMMAND,		/* airlock: unknown GROUP command 'SUB' */
+	CLI_UNKNOWN_SUBCOMMAND		/* airlock: GROUP: unknown subcommand 'SUB' */
+};
+struct cli_group {
+	const char		*cg_name;
+	const struct cli_sub	*cg_subs;
+	enum cli_unknown	 cg_unknown;
+	const char *const	*cg_help;	/* words that print usage on stdout, or NULL */
+};
+
+/* cli_group.c */
+/* The subcommand called name, or NULL. */
+const struct cli_sub *cli_group_find(const struct cli_group *g, const char *name);
+/* "usage: airlock GROUP SUB USAGE\n" then "       airlock ..." for each other SUB. */
+void	cli_group_usage(const struct cli_group *g, FILE *f);
+/* "GROUP SUB USAGE | GROUP SUB USAGE ...", no newline (airlock's own usage). */
+void	cli_group_line(const struct cli_group *g, FILE *f);
+/*
+ * Runs the subcommand argv[1]; a help word prints usage on stdout (0); no or an
+ * unknown subcommand prints cg_unknown's message and usage on stderr (2).
+ */
+int	cli_group_run(const struct cli_group *g, const struct cli_ctx *ctx, int argc,
+	    char **argv);
+
 /* cmd_policy.c */
 int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
-/* cmd_audit.c */
-int	cmd_audit(const struct cli_ctx *ctx, int argc, char **argv);
+/* cmd_audit.c: airlock audit verify|query|summary */
+extern const struct cli_group cli_audit_group;
 /* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */
 int	cmd_reload(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_stats(const struct cli_ctx *ctx, int argc, char **argv);
 
 /* cmd_sandbox.c: airlock sandbox create|destroy|ls */
-int	cmd_sandbox(const struct cli_ctx *ctx, int argc, char **argv);
+extern const struct cli_group cli_sandbox_group;
 /* Tells a running airlockd about a sandbox (cmd "sandbox_add"/"sandbox_remove"). */
 void	cli_sandbox_notify(const struct airlock_config *cfg, const char *cmd,
 	    const char *name);
@@ -44,14 +84,14 @@ int	cli_sandbox_list(const struct airlock_config *cfg, struct sandbox **v);
 int	cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
 	    const char **vals, size_t nopts, const char **pos, int *json);
 /* cmd_net.c: airlock net attach|detach|status */
-int	cmd_net(const struct cli_ctx *ctx, int argc, char **argv);
+extern const struct cli_group cli_net_group;
 
 /* cmd_vm.c: airlock vm start|stop|destroy|ls|console */
-int	cmd_vm(const struct cli_ctx *ctx, int argc, char **argv);
+extern const struct cli_group cli_vm_group;
 
 /* cmd_vault.c: airlock vault put|ls|rm|rotate-key */
-int	cmd_vault(const struct cli_ctx *ctx, int argc, char **argv);
+extern const struct cli_group cli_vault_group;
 /* cmd_ca.c: airlock ca init|cert */
-int	cmd_ca(const struct cli_ctx *ctx, int argc, char **argv);
+extern const struct cli_group cli_ca_group;
 
 #endif

@@ -21,14 +21,6 @@
 #include "audit.h"
 #include "cli.h"
 
-#define AUDIT_USAGE \
-	"usage: airlock audit verify [--strict] [--head HASH] [--expect-seq N] " \
-	    "[--key-file FILE] [FILE...]\n" \
-	"       airlock audit query [--sandbox S] [--decision allow|deny] " \
-	    "[--host H] [--event E]\n" \
-	"           [--since T] [--until T] [--json] [FILE...]\n" \
-	"       airlock audit summary [--json] [FILE...]\n"
-
 struct audit_args {
 	char		**aa_files;	/* aa_argv, or aa_conf_path */
 	int		 aa_nfiles;
@@ -53,7 +45,7 @@ audit_args_init(struct audit_args *aa, int argc)
 static int
 audit_usage(void)
 {
-	fputs(AUDIT_USAGE, stderr);
+	cli_group_usage(&cli_audit_group, stderr);
 	return 2;
 }
 
@@ -118,7 +110,7 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 
 	if (audit_args_init(&aa, argc) == -1)
 		return 2;
-	for (i = 1; i < argc; i++) {
+	for (i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--strict") == 0)
 			strict = 1;
 		else if (strcmp(argv[i], "--head") == 0) {
@@ -238,7 +230,7 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 
 	if (audit_args_init(&aa, argc) == -1)
 		return 2;
-	for (i = 1; i < argc; i++) {
+	for (i = 2; i < argc; i++) {
 		opt = argv[i];
 		if (strcmp(opt, "--json") == 0) {
 			json = 1;
@@ -253,7 +245,7 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 		    strcmp(opt, "--event") != 0 && strcmp(opt, "--since") != 0 &&
 		    strcmp(opt, "--until") != 0)) {
 			fprintf(stderr, "airlock: audit %s: unknown option %s\n",
-			    argv[0], opt);
+			    argv[1], opt);
 			rv = audit_usage();
 			goto out;
 		}
@@ -305,21 +297,27 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 	return rv;
 }
 
-int
-cmd_audit(const struct cli_ctx *ctx, int argc, char **argv)
+static int
+cmd_audit_query(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	if (argc < 2)
-		return audit_usage();
-	if (strcmp(argv[1], "verify") == 0)
-		return cmd_audit_verify(ctx, argc - 1, argv + 1);
-	if (strcmp(argv[1], "query") == 0)
-		return cmd_audit_read(ctx, argc - 1, argv + 1, 0);
-	if (strcmp(argv[1], "summary") == 0)
-		return cmd_audit_read(ctx, argc - 1, argv + 1, 1);
-	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		fputs(AUDIT_USAGE, stdout);
-		return 0;
-	}
-	fprintf(stderr, "airlock: audit: unknown subcommand '%s'\n", argv[1]);
-	return audit_usage();
+	return cmd_audit_read(ctx, argc, argv, 0);
 }
+
+static int
+cmd_audit_summary(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	return cmd_audit_read(ctx, argc, argv, 1);
+}
+
+static const struct cli_sub audit_subs[] = {
+	{ "verify", cmd_audit_verify, "[--strict] [--head HASH] [--expect-seq N] "
+	  "[--key-file FILE] [FILE...]" },
+	{ "query", cmd_audit_query, "[--sandbox S] [--decision allow|deny] "
+	  "[--host H] [--event E]\n"
+	  "           [--since T] [--until T] [--json] [FILE...]" },
+	{ "summary", cmd_audit_summary, "[--json] [FILE...]" },
+	{ NULL, NULL, NULL }
+};
+static const char *const audit_help[] = { "-h", "--help", NULL };
+const struct cli_group cli_audit_group = { "audit", audit_subs,
+    CLI_UNKNOWN_SUBCOMMAND, audit_help };

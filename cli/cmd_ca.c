@@ -21,8 +21,7 @@
 static void
 ca_usage(void)
 {
-	fprintf(stderr, "usage: airlock ca init [--force]\n"
-	    "       airlock ca cert [SANDBOX]\n");
+	cli_group_usage(&cli_ca_group, stderr);
 }
 
 static int
@@ -165,18 +164,9 @@ ca_cmd_cert(const struct cli_ctx *ctx, int argc, char **argv)
 	return rv;
 }
 
-int
-cmd_ca(const struct cli_ctx *ctx, int argc, char **argv)
-{
-	if (argc < 2) {
-		ca_usage();
-		return 2;
-	}
-	if (strcmp(argv[1], "init") == 0)
-		return ca_cmd_init(ctx, argc, argv);
-	if (strcmp(argv[1], "cert") == 0)
-		return ca_cmd_cert(ctx, argc, argv);
-	fprintf(stderr, "airlock: unknown ca command '%s'\n", argv[1]);
-	ca_usage();
-	return 2;
-}
+static const struct cli_sub ca_subs[] = {
+	{ "init", ca_cmd_init, "[--force]" },
+	{ "cert", ca_cmd_cert, "[SANDBOX]" },
+	{ NULL, NULL, NULL }
+};
+const struct cli_group cli_ca_group = { "ca", ca_subs, CLI_UNKNOWN_COMMAND, NULL };

@@ -19,10 +19,7 @@
 static void
 net_usage(void)
 {
-	fprintf(stderr, "usage: airlock net attach NAME --policy FILE --iface "
-	    "IFACE --guest-ip IP [--host-ip IP] [--mac MAC]\n"
-	    "       airlock net detach NAME\n"
-	    "       airlock net status [--json]\n");
+	cli_group_usage(&cli_net_group, stderr);
 }
 
 static int
@@ -196,19 +193,11 @@ net_status(const struct cli_ctx *ctx, int argc, char **argv)
 	return rv;
 }
 
-int
-cmd_net(const struct cli_ctx *ctx, int argc, char **argv)
-{
-	if (argc < 2) {
-		net_usage();
-		return 2;
-	}
-	if (strcmp(argv[1], "attach") == 0)
-		return net_attach(ctx, argc, argv);
-	if (strcmp(argv[1], "detach") == 0)
-		return net_detach(ctx, argc, argv);
-	if (strcmp(argv[1], "status") == 0)
-		return net_status(ctx, argc, argv);
-	net_usage();
-	return 2;
-}
+static const struct cli_sub net_subs[] = {
+	{ "attach", net_attach, "NAME --policy FILE --iface IFACE --guest-ip IP "
+	  "[--host-ip IP] [--mac MAC]" },
+	{ "detach", net_detach, "NAME" },
+	{ "status", net_status, "[--json]" },
+	{ NULL, NULL, NULL }
+};
+const struct cli_group cli_net_group = { "net", net_subs, CLI_UNKNOWN_QUIET, NULL };

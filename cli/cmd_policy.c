@@ -25,10 +25,15 @@
 #include "netaddr.h"
 #include "policy.h"
 
-#define POLICY_USAGE \
-	"usage: airlock policy check [--json] FILE...\n" \
-	"       airlock policy test [--json] [--protocol tls|http|tcp] FILE " \
-	    "HOST[:PORT] [METHOD PATH]\n"
+/* What comes after "airlock policy SUB": its options and positional arguments. */
+struct policy_args {
+	const char	*pa_proto;	/* --protocol, or NULL */
+	char		**pa_pos;	/* free() */
+	int		 pa_npos;
+	int		 pa_json;
+};
+
+static const struct cli_group policy_group;
 
 static int __attribute__((format(printf, 1, 2)))
 policy_usage(const char *fmt, ...)
@@ -42,7 +47,7 @@ policy_usage(const char *fmt, ...)
 		va_end(ap);
 		fputc('\n', stderr);
 	}
-	fputs(POLICY_USAGE, stderr);
+	cli_group_usage(&policy_group, stderr);
 	return 2;
 }
 
@@ -191,7 +196,7 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 	const struct policy_rule *r;
 	char host[1024], detail[256];
 	uint16_t port = 443;
-	int has_port, rc = 2;
+	int has_port, proto, rc = 2;
 
 	memset(&q, 0, sizeof(q));
 	if (npos != 2 && npos != 4)
@@ -203,12 +208,8 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 		    "[IPv6]:PORT)", pos[1]);
 	if (proto_arg == NULL)
 		q.pq_proto = port == 80 ? POLICY_PROTO_HTTP : POLICY_PROTO_TLS;
-	else if (strcmp(proto_arg, "tls") == 0)
-		q.pq_proto = POLICY_PROTO_TLS;
-	else if (strcmp(proto_arg, "http") == 0)
-		q.pq_proto = POLICY_PROTO_HTTP;
-	else if (strcmp(proto_arg, "tcp") == 0)
-		q.pq_proto = POLICY_PROTO_TCP;
+	else if (strtab_value(policy_proto_names, proto_arg, &proto) == 0)
+		q.pq_proto = (enum policy_proto)proto;
 	else
 		return policy_usage("unknown protocol '%s' (tls, http, tcp)",
 		    proto_arg);
@@ -274,21 +275,19 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 	return rc;
 }
 
-int
-cmd_policy(const struct cli_ctx *ctx, int argc, char **argv)
+/*
+ * Parses argv[2..] into pa.  Returns 0 (pa->pa_pos to free()), or 2 after printing
+ * the usage error (pa->pa_pos NULL).
+ */
+static int
+policy_args_parse(const struct cli_ctx *ctx, int argc, char **argv,
+    struct policy_args *pa)
 {
-	const char *proto = NULL;
-	char **pos = NULL;
-	int i, npos = 0, json = ctx->json, opts = 1, rc;
+	int i, opts = 1, noval = 0;
 
-	if (argc < 2)
-		return policy_usage(NULL);
-	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		fputs(POLICY_USAGE, stdout);
-		return 0;
-	}
-	if ((pos = calloc((size_t)argc, sizeof(char *))) == NULL) {
+	memset(pa, 0, sizeof(*pa));
+	pa->pa_json = ctx->json;
+	if ((pa->pa_pos = calloc((size_t)argc, sizeof(char *))) == NULL) {
 		fprintf(stderr, "airlock: out of memory\n");
 		return 2;
 	}
@@ -296,32 +295,86 @@ cmd_policy(const struct cli_ctx *ctx, int argc, char **argv)
 		if (opts && strcmp(argv[i], "--") == 0)
 			opts = 0;
 		else if (opts && strcmp(argv[i], "--json") == 0)
-			json = 1;
+			pa->pa_json = 1;
 		else if (opts && strcmp(argv[i], "--protocol") == 0) {
-			if (i + 1 >= argc) {
-				free(pos);
-				return policy_usage("--protocol needs a value");
-			}
-			proto = argv[++i];
+			if ((noval = i + 1 >= argc))
+				goto fail;
+			pa->pa_proto = argv[++i];
 		} else if (opts && strncmp(argv[i], "--protocol=", 11) == 0)
-			proto = argv[i] + 11;
-		else if (opts && argv[i][0] == '-' && argv[i][1] != '\0') {
-			free(pos);
-			return policy_usage("unknown option '%s'", argv[i]);
-		} else
-			pos[npos++] = argv[i];
-	}
-	if (strcmp(argv[1], "check") == 0) {
-		if (proto != NULL)
-			rc = policy_usage("check takes no --protocol");
-		else if (npos == 0)
-			rc = policy_usage("check needs at least one FILE");
+			pa->pa_proto = argv[i] + 11;
+		else if (opts && argv[i][0] == '-' && argv[i][1] != '\0')
+			goto fail;
 		else
-			rc = policy_check(json, npos, pos);
-	} else if (strcmp(argv[1], "test") == 0)
-		rc = policy_test(json, proto, npos, pos);
+			pa->pa_pos[pa->pa_npos++] = argv[i];
+	}
+	return 0;
+ fail:
+	free(pa->pa_pos);
+	pa->pa_pos = NULL;
+	if (noval)
+		return policy_usage("--protocol needs a value");
+	return policy_usage("unknown option '%s'", argv[i]);
+}
+
+static int
+policy_cmd_check(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct policy_args pa;
+	int rc;
+
+	if ((rc = policy_args_parse(ctx, argc, argv, &pa)) != 0)
+		return rc;
+	if (pa.pa_proto != NULL)
+		rc = policy_usage("check takes no --protocol");
+	else if (pa.pa_npos == 0)
+		rc = policy_usage("check needs at least one FILE");
 	else
+		rc = policy_check(pa.pa_json, pa.pa_npos, pa.pa_pos);
+	free(pa.pa_pos);
+	return rc;
+}
+
+static int
+policy_cmd_test(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct policy_args pa;
+	int rc = policy_args_parse(ctx, argc, argv, &pa);
+
+	if (rc == 0)
+		rc = policy_test(pa.pa_json, pa.pa_proto, pa.pa_npos, pa.pa_pos);
+	free(pa.pa_pos);
+	return rc;
+}
+
+static const struct cli_sub policy_subs[] = {
+	{ "check", policy_cmd_check, "[--json] FILE..." },
+	{ "test", policy_cmd_test, "[--json] [--protocol tls|http|tcp] FILE "
+	  "HOST[:PORT] [METHOD PATH]" },
+	{ NULL, NULL, NULL }
+};
+static const struct cli_group policy_group = { "policy", policy_subs,
+    CLI_UNKNOWN_SUBCOMMAND, NULL };
+
+int
+cmd_policy(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_sub *s;
+	struct policy_args pa;
+	int rc;
+
+	if (argc < 2)
+		return policy_usage(NULL);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		cli_group_usage(&policy_group, stdout);
+		return 0;
+	}
+	if ((s = cli_group_find(&policy_group, argv[1])) != NULL)
+		return s->cs_fn(ctx, argc, argv);
+	/* As before the table: a bad option is reported first. */
+	if ((rc = policy_args_parse(ctx, argc, argv, &pa)) == 0) {
+		free(pa.pa_pos);
 		rc = policy_usage("unknown subcommand '%s'", argv[1]);
-	free(pos);
+	}
 	return rc;
 }

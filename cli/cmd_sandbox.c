@@ -91,10 +91,7 @@ cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
 static void
 sandbox_usage(void)
 {
-	fprintf(stderr, "usage: airlock sandbox create NAME --policy FILE "
-	    "[--owner USER]\n"
-	    "       airlock sandbox destroy NAME\n"
-	    "       airlock sandbox ls [--json]\n");
+	cli_group_usage(&cli_sandbox_group, stderr);
 }
 
 static int
@@ -229,19 +226,11 @@ sandbox_ls(const struct cli_ctx *ctx, int argc, char **argv)
 	return rv;
 }
 
-int
-cmd_sandbox(const struct cli_ctx *ctx, int argc, char **argv)
-{
-	if (argc < 2) {
-		sandbox_usage();
-		return 2;
-	}
-	if (strcmp(argv[1], "create") == 0)
-		return sandbox_create(ctx, argc, argv);
-	if (strcmp(argv[1], "destroy") == 0)
-		return sandbox_destroy(ctx, argc, argv);
-	if (strcmp(argv[1], "ls") == 0)
-		return sandbox_ls(ctx, argc, argv);
-	sandbox_usage();
-	return 2;
-}
+static const struct cli_sub sandbox_subs[] = {
+	{ "create", sandbox_create, "NAME --policy FILE [--owner USER]" },
+	{ "destroy", sandbox_destroy, "NAME" },
+	{ "ls", sandbox_ls, "[--json]" },
+	{ NULL, NULL, NULL }
+};
+const struct cli_group cli_sandbox_group = { "sandbox", sandbox_subs,
+    CLI_UNKNOWN_QUIET, NULL };

@@ -26,11 +26,7 @@
 static void
 vault_usage(void)
 {
-	fprintf(stderr, "usage: airlock vault put NAME --host HOST [--host HOST...] "
-	    "[--placeholder P] < value\n"
-	    "       airlock vault ls [--json]\n"
-	    "       airlock vault rm NAME\n"
-	    "       airlock vault rotate-key\n");
+	cli_group_usage(&cli_vault_group, stderr);
 }
 
 /* Exit status for an enum vault_err: bad input and unusable vaults are 2. */
@@ -325,22 +321,13 @@ vault_rotate(const struct cli_ctx *ctx, int argc, char **argv)
 	return vault_exit(rv);
 }
 
-int
-cmd_vault(const struct cli_ctx *ctx, int argc, char **argv)
-{
-	if (argc < 2) {
-		vault_usage();
-		return 2;
-	}
-	if (strcmp(argv[1], "put") == 0)
-		return vault_put(ctx, argc, argv);
-	if (strcmp(argv[1], "ls") == 0)
-		return vault_ls(ctx, argc, argv);
-	if (strcmp(argv[1], "rm") == 0)
-		return vault_rm(ctx, argc, argv);
-	if (strcmp(argv[1], "rotate-key") == 0)
-		return vault_rotate(ctx, argc, argv);
-	fprintf(stderr, "airlock: unknown vault command '%s'\n", argv[1]);
-	vault_usage();
-	return 2;
-}
+static const struct cli_sub vault_subs[] = {
+	{ "put", vault_put, "NAME --host HOST [--host HOST...] [--placeholder P] "
+	  "< value" },
+	{ "ls", vault_ls, "[--json]" },
+	{ "rm", vault_rm, "NAME" },
+	{ "rotate-key", vault_rotate, "" },
+	{ NULL, NULL, NULL }
+};
+const struct cli_group cli_vault_group = { "vault", vault_subs,
+    CLI_UNKNOWN_COMMAND, NULL };

@@ -25,12 +25,7 @@
 static void
 vm_usage(void)
 {
-	fprintf(stderr, "usage: airlock vm start NAME [--image default|DIR | "
-	    "--disk FILE.qcow2] [--memory MiB] [--vcpus N] [--agent FILE]\n"
-	    "       airlock vm stop NAME [--timeout SEC]\n"
-	    "       airlock vm destroy NAME\n"
-	    "       airlock vm ls [--json]\n"
-	    "       airlock vm console NAME [--wait MARKER [--timeout SEC]]\n");
+	cli_group_usage(&cli_vm_group, stderr);
 }
 
 /* A decimal in lo..hi.  Returns 0 or -1 (message printed). */
@@ -254,24 +249,13 @@ vm_console(const struct cli_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-int
-cmd_vm(const struct cli_ctx *ctx, int argc, char **argv)
-{
-	if (argc < 2) {
-		vm_usage();
-		return 2;
-	}
-	if (strcmp(argv[1], "start") == 0)
-		return vm_start(ctx, argc, argv);
-	if (strcmp(argv[1], "stop") == 0)
-		return vm_stop(ctx, argc, argv);
-	if (strcmp(argv[1], "destroy") == 0)
-		return vm_destroy(ctx, argc, argv);
-	if (strcmp(argv[1], "ls") == 0)
-		return vm_ls(ctx, argc, argv);
-	if (strcmp(argv[1], "console") == 0)
-		return vm_console(ctx, argc, argv);
-	fprintf(stderr, "airlock: unknown vm command '%s'\n", argv[1]);
-	vm_usage();
-	return 2;
-}
+static const struct cli_sub vm_subs[] = {
+	{ "start", vm_start, "NAME [--image default|DIR | --disk FILE.qcow2] "
+	  "[--memory MiB] [--vcpus N] [--agent FILE]" },
+	{ "stop", vm_stop, "NAME [--timeout SEC]" },
+	{ "destroy", vm_destroy, "NAME" },
+	{ "ls", vm_ls, "[--json]" },
+	{ "console", vm_console, "NAME [--wait MARKER [--timeout SEC]]" },
+	{ NULL, NULL, NULL }
+};
+const struct cli_group cli_vm_group = { "vm", vm_subs, CLI_UNKNOWN_COMMAND, NULL };

@@ -10,32 +10,27 @@
 #include "cli.h"
 #include "log.h"
 
+/*
+ * A command is a group (its table gives dispatch and usage) or a function with its
+ * usage.  policy and audit keep a shorter usage line here than their own usage.
+ */
 static const struct cli_cmd {
-	const char	*name;
-	int		(*fn)(const struct cli_ctx *, int, char **);
-	const char	*usage;
+	const char		*name;
+	const struct cli_group	*group;		/* or NULL: fn */
+	int			(*fn)(const struct cli_ctx *, int, char **);
+	const char		*usage;		/* or NULL: the group's */
 } cli_cmds[] = {
-	{ "vault", cmd_vault,
-	  "vault put NAME --host HOST [--host HOST...] [--placeholder P] < value | "
-	  "vault ls [--json] | vault rm NAME | vault rotate-key" },
-	{ "ca", cmd_ca, "ca init [--force] | ca cert [SANDBOX]" },
-	{ "policy", cmd_policy,
+	{ "vault", &cli_vault_group, NULL, NULL },
+	{ "ca", &cli_ca_group, NULL, NULL },
+	{ "policy", NULL, cmd_policy,
 	  "policy check FILE... | policy test FILE HOST[:PORT] [METHOD PATH]" },
-	{ "audit", cmd_audit,
+	{ "audit", &cli_audit_group, NULL,
 	  "audit verify FILE | audit query FILE [filters] [--json] | audit summary FILE" },
-	{ "reload", cmd_reload, "reload [--json]" },
-	{ "stats", cmd_stats, "stats [--json]" },
-	{ "sandbox", cmd_sandbox,
-	  "sandbox create NAME --policy FILE [--owner USER] | sandbox destroy NAME | "
-	  "sandbox ls [--json]" },
-	{ "net", cmd_net,
-	  "net attach NAME --policy FILE --iface IFACE --guest-ip IP [--host-ip IP] "
-	  "[--mac MAC] | net detach NAME | net status [--json]" },
-	{ "vm", cmd_vm,
-	  "vm start NAME [--image default|DIR | --disk FILE.qcow2] [--memory MiB] "
-	  "[--vcpus N] [--agent FILE] | vm stop NAME [--timeout SEC] | "
-	  "vm destroy NAME | vm ls [--json] | "
-	  "vm console NAME [--wait MARKER [--timeout SEC]]" },
+	{ "reload", NULL, cmd_reload, "reload [--json]" },
+	{ "stats", NULL, cmd_stats, "stats [--json]" },
+	{ "sandbox", &cli_sandbox_group, NULL, NULL },
+	{ "net", &cli_net_group, NULL, NULL },
+	{ "vm", &cli_vm_group, NULL, NULL },
 };
 
 static void
@@ -44,8 +39,14 @@ usage(FILE *f)
 	size_t i;
 
 	fprintf(f, "usage: airlock [--config FILE] [--state-dir DIR] COMMAND ...\n");
-	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
-		fprintf(f, "       airlock %s\n", cli_cmds[i].usage);
+	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++) {
+		fputs("       airlock ", f);
+		if (cli_cmds[i].usage != NULL)
+			fputs(cli_cmds[i].usage, f);
+		else
+			cli_group_line(cli_cmds[i].group, f);
+		fputc('\n', f);
+	}
 }
 
 int
@@ -95,7 +96,9 @@ main(int argc, char **argv)
 	}
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		if (strcmp(argv[a], cli_cmds[i].name) == 0)
-			return cli_cmds[i].fn(&ctx, argc - a, argv + a);
+			return cli_cmds[i].group != NULL ?
+			    cli_group_run(cli_cmds[i].group, &ctx, argc - a,
+			    argv + a) : cli_cmds[i].fn(&ctx, argc - a, argv + a);
 	fprintf(stderr, "airlock: unknown command '%s'\n", argv[a]);
 	usage(stderr);
 	return 2;

@@ -11,6 +11,7 @@
 
 #include "hostname.h"
 #include "netaddr.h"
+#include "strtab.h"
 
 enum policy_mode {
 	POLICY_MODE_ENFORCE = 0,
@@ -173,7 +174,14 @@ int	policy_path_match(const char *glob, const char *path);
  */
 int	policy_rule_allows_private(const struct policy_rule *r, const struct netaddr *a);
 
-/* "tls", "http", "tcp" / "splice", "inspect" / "enforce", "report". */
+/*
+ * The names of protocol, tls and mode in a policy file and on the command line,
+ * "tls", "http", "tcp" / "splice", "inspect" / "enforce", "report": parsed with
+ * strtab_value() and printed by these (static strings, "unknown" for no value).
+ */
+extern const struct strtab policy_proto_names[];
+extern const struct strtab policy_tls_names[];
+extern const struct strtab policy_mode_names[];
 const char *policy_proto_str(enum policy_proto p);
 const char *policy_tls_str(enum policy_tls t);
 const char *policy_mode_str(enum policy_mode m);

@@ -19,11 +19,19 @@
 
 #include "config.h"
 #include "file.h"
+#include "strtab.h"
 
 #define CONFIG_FILE_MAX		(1024 * 1024)
 #define CONFIG_WORKERS_MAX	256
 #define CONFIG_USER_MAX		32
 #define CONFIG_SUN_PATH_MAX	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+static const struct strtab config_fsyncs[] = {
+	{ "never", AUDIT_FSYNC_NEVER },
+	{ "deny", AUDIT_FSYNC_DENY },
+	{ "always", AUDIT_FSYNC_ALWAYS },
+	{ NULL, 0 }
+};
 
 struct config_ctx {
 	const char	*cc_file;	/* the path as given, for messages */
@@ -246,8 +254,9 @@ config_pool(struct config_ctx *cc, const char *k, const json_t *v,
 static int
 config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 {
-	const char *k, *s;
+	const char *k;
 	json_t *v;
+	int fsync;
 
 	if (!json_is_object(obj))
 		return config_error(cc, "audit", NULL, "must be an object");
@@ -261,16 +270,11 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 			if (!json_is_string(v))
 				return config_error(cc, "audit", k, "must be a "
 				    "string: \"never\", \"deny\" or \"always\"");
-			s = json_string_value(v);
-			if (strcmp(s, "never") == 0)
-				c->audit_fsync = AUDIT_FSYNC_NEVER;
-			else if (strcmp(s, "deny") == 0)
-				c->audit_fsync = AUDIT_FSYNC_DENY;
-			else if (strcmp(s, "always") == 0)
-				c->audit_fsync = AUDIT_FSYNC_ALWAYS;
-			else
+			if (strtab_value(config_fsyncs, json_string_value(v),
+			    &fsync) == -1)
 				return config_error(cc, "audit", k, "must be "
 				    "\"never\", \"deny\" or \"always\"");
+			c->audit_fsync = (enum audit_fsync)fsync;
 		} else if (strcmp(k, "key_file") == 0) {
 			if (json_is_null(v))
 				c->audit_key_file[0] = '\0';

@@ -10,6 +10,23 @@
 #include "netaddr.h"
 #include "policy.h"
 
+const struct strtab policy_proto_names[] = {
+	{ "tls", POLICY_PROTO_TLS },
+	{ "http", POLICY_PROTO_HTTP },
+	{ "tcp", POLICY_PROTO_TCP },
+	{ NULL, 0 }
+};
+const struct strtab policy_tls_names[] = {
+	{ "splice", POLICY_TLS_SPLICE },
+	{ "inspect", POLICY_TLS_INSPECT },
+	{ NULL, 0 }
+};
+const struct strtab policy_mode_names[] = {
+	{ "enforce", POLICY_MODE_ENFORCE },
+	{ "report", POLICY_MODE_REPORT },
+	{ NULL, 0 }
+};
+
 static const char *const policy_reasons[] = {
 	[POLICY_REASON_NONE] = "none",
 	[POLICY_REASON_INVALID_NAME] = "invalid_name",
@@ -34,42 +51,30 @@ policy_reason_str(enum policy_reason r)
 	return policy_reasons[r];
 }
 
+static const char *
+policy_str(const struct strtab *t, int v)
+{
+	const char *s = strtab_name(t, v);
+
+	return s != NULL ? s : "unknown";
+}
+
 const char *
 policy_proto_str(enum policy_proto p)
 {
-	switch (p) {
-	case POLICY_PROTO_TLS:
-		return "tls";
-	case POLICY_PROTO_HTTP:
-		return "http";
-	case POLICY_PROTO_TCP:
-		return "tcp";
-	}
-	return "unknown";
+	return policy_str(policy_proto_names, (int)p);
 }
 
 const char *
 policy_tls_str(enum policy_tls t)
 {
-	switch (t) {
-	case POLICY_TLS_SPLICE:
-		return "splice";
-	case POLICY_TLS_INSPECT:
-		return "inspect";
-	}
-	return "unknown";
+	return policy_str(policy_tls_names, (int)t);
 }
 
 const char *
 policy_mode_str(enum policy_mode m)
 {
-	switch (m) {
-	case POLICY_MODE_ENFORCE:
-		return "enforce";
-	case POLICY_MODE_REPORT:
-		return "report";
-	}
-	return "unknown";
+	return policy_str(policy_mode_names, (int)m);
 }
 
 static int

@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "hexdig.h"
 #include "hostname.h"
 #include "netaddr.h"
 #include "policy.h"
@@ -184,13 +185,7 @@ pl_scan_hex4(const char *p, const char *end, unsigned long *v)
 		return -1;
 	*v = 0;
 	for (i = 0; i < 4; i++) {
-		if (p[i] >= '0' && p[i] <= '9')
-			d = p[i] - '0';
-		else if (p[i] >= 'a' && p[i] <= 'f')
-			d = p[i] - 'a' + 10;
-		else if (p[i] >= 'A' && p[i] <= 'F')
-			d = p[i] - 'A' + 10;
-		else
+		if ((d = hexdig_val((unsigned char)p[i])) == -1)
 			return -1;
 		*v = *v << 4 | (unsigned long)d;
 	}
@@ -617,6 +612,25 @@ pl_get_string(struct pl_ctx *c, json_t *obj, const char *key, int *present)
 	return json_string_value(j);
 }
 
+/*
+ * The value in t of the string member key, or def when it is absent or not a name
+ * of t (an error that says it is not <what>).  *present as for pl_get_string().
+ */
+static int
+pl_get_enum(struct pl_ctx *c, json_t *obj, const char *key,
+    const struct strtab *t, int def, const char *what, int *present)
+{
+	const char *s;
+	char q[96];
+	int v = def;
+
+	if ((s = pl_get_string(c, obj, key, present)) != NULL &&
+	    strtab_value(t, s, &v) == -1)
+		pl_err_key(c, key, "\"%s\" is not %s", pl_quote(q, sizeof(q), s,
+		    strlen(s)), what);
+	return v;
+}
+
 /* An array member that must be non-empty and at most max long; NULL otherwise. */
 static json_t *
 pl_get_array(struct pl_ctx *c, json_t *obj, const char *key, size_t max)
@@ -1011,10 +1025,10 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 {
 	struct netaddr a;
 	json_t *http, *inject, *ports, *j;
-	const char *id, *host, *cidr, *proto, *tls;
+	const char *id, *host, *cidr;
 	char q[96];
 	size_t i;
-	int present, has_host, has_cidr, has_tls, hrc;
+	int has_host, has_cidr, has_tls, hrc;
 
 	if (!json_is_object(obj)) {
 		pl_err(c, "a rule must be an object, not %s", pl_type(obj));
@@ -1070,20 +1084,9 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 			    strlen(cidr)));
 	}
 
-	proto = pl_get_string(c, obj, "protocol", &present);
-	r->pr_proto = POLICY_PROTO_TLS;
-	if (proto != NULL) {
-		if (strcmp(proto, "tls") == 0)
-			r->pr_proto = POLICY_PROTO_TLS;
-		else if (strcmp(proto, "http") == 0)
-			r->pr_proto = POLICY_PROTO_HTTP;
-		else if (strcmp(proto, "tcp") == 0)
-			r->pr_proto = POLICY_PROTO_TCP;
-		else
-			pl_err_key(c, "protocol", "\"%s\" is not a protocol "
-			    "(tls, http or tcp)", pl_quote(q, sizeof(q), proto,
-			    strlen(proto)));
-	}
+	r->pr_proto = (enum policy_proto)pl_get_enum(c, obj, "protocol",
+	    policy_proto_names, POLICY_PROTO_TLS, "a protocol (tls, http or tcp)",
+	    NULL);
 
 	if ((ports = pl_get_array(c, obj, "ports", 65535)) != NULL)
 		pl_ports(c, ports, r);
@@ -1097,18 +1100,8 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 		}
 	}
 
-	tls = pl_get_string(c, obj, "tls", &has_tls);
-	r->pr_tls = POLICY_TLS_SPLICE;
-	if (tls != NULL) {
-		if (strcmp(tls, "splice") == 0)
-			r->pr_tls = POLICY_TLS_SPLICE;
-		else if (strcmp(tls, "inspect") == 0)
-			r->pr_tls = POLICY_TLS_INSPECT;
-		else
-			pl_err_key(c, "tls", "\"%s\" is not a TLS mode (splice "
-			    "or inspect)", pl_quote(q, sizeof(q), tls,
-			    strlen(tls)));
-	}
+	r->pr_tls = (enum policy_tls)pl_get_enum(c, obj, "tls", policy_tls_names,
+	    POLICY_TLS_SPLICE, "a TLS mode (splice or inspect)", &has_tls);
 
 	http = json_object_get(obj, "http");
 	if (http != NULL) {
@@ -1234,10 +1227,8 @@ static void
 pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
 {
 	json_t *rules, *j;
-	const char *name, *mode;
-	char q[96];
+	const char *name;
 	size_t i, n;
-	int present;
 
 	if (!json_is_object(root)) {
 		pl_err(c, "a policy must be a JSON object, not %s", pl_type(root));
@@ -1250,17 +1241,9 @@ pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
 	if (name != NULL)
 		pl_strdup(c, &p->p_name, name);
 
-	mode = pl_get_string(c, root, "mode", &present);
-	p->p_mode = POLICY_MODE_ENFORCE;
-	if (mode != NULL) {
-		if (strcmp(mode, "enforce") == 0)
-			p->p_mode = POLICY_MODE_ENFORCE;
-		else if (strcmp(mode, "report") == 0)
-			p->p_mode = POLICY_MODE_REPORT;
-		else
-			pl_err_key(c, "mode", "\"%s\" is not a mode (enforce or "
-			    "report)", pl_quote(q, sizeof(q), mode, strlen(mode)));
-	}
+	p->p_mode = (enum policy_mode)pl_get_enum(c, root, "mode",
+	    policy_mode_names, POLICY_MODE_ENFORCE, "a mode (enforce or report)",
+	    NULL);
 
 	if ((j = json_object_get(root, "limits")) != NULL) {
 		pl_push_key(c, "limits");

@@ -22,19 +22,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "hexdig.h"
 #include "policy.h"
-
-static int
-path_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static int
 path_is_unreserved(int c)
@@ -126,8 +115,8 @@ policy_path_normalize(const char *in, size_t len, char *out, size_t outlen)
 			continue;
 		}
 		if (c == '%') {
-			if (i + 2 >= len || (hi = path_hexval(in[i + 1])) == -1 ||
-			    (lo = path_hexval(in[i + 2])) == -1)
+			if (i + 2 >= len || (hi = hexdig_val(in[i + 1])) == -1 ||
+			    (lo = hexdig_val(in[i + 2])) == -1)
 				return -1;
 			i += 2;
 			c = (unsigned char)(hi << 4 | lo);

@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "hexdig.h"
 #include "proxy_http.h"
 
 /* ---- byte classes ---- */
@@ -735,15 +736,6 @@ http_target_split(const uint8_t *target, size_t len, struct http_span *path,
  * where a rule has paths).
  */
 static int
-http_pct_hex(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = http_lower(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static int
 http_path_authority_like(const uint8_t *p, size_t n)
 {
 	size_t i, depth = 0, seglen;
@@ -762,8 +754,8 @@ http_path_authority_like(const uint8_t *p, size_t n)
 		while (i < n) {
 			ch = p[i++];
 			if (ch == '%' && i + 1 < n &&
-			    (h1 = http_pct_hex(p[i])) != -1 &&
-			    (h2 = http_pct_hex(p[i + 1])) != -1) {
+			    (h1 = hexdig_val(p[i])) != -1 &&
+			    (h2 = hexdig_val(p[i + 1])) != -1) {
 				ch = (uint8_t)(h1 << 4 | h2);
 				if (ch == '\\')
 					ch = '/';
@@ -1329,17 +1321,6 @@ http_chunked_init(struct http_chunked *c)
 	c->hc_state = HC_SIZE0;
 }
 
-static int
-http_hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = http_lower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 static enum http_res
 http_chunked_fail(struct http_chunked *c, const char *why)
 {
@@ -1370,7 +1351,7 @@ http_chunked_feed(struct http_chunked *c, const uint8_t *in, size_t len,
 		switch (c->hc_state) {
 		case HC_SIZE0:
 		case HC_SIZE:
-			if ((h = http_hexval(b)) != -1) {
+			if ((h = hexdig_val(b)) != -1) {
 				if (++c->hc_digits > 16)
 					return http_chunked_fail(c,
 					    "chunk size over 16 hex digits");

@@ -28,6 +28,7 @@
 
 #include <openssl/crypto.h>
 
+#include "hexdig.h"
 #include "proxy_scan.h"
 
 #define SCAN_NONE	UINT32_MAX
@@ -538,18 +539,6 @@ scan_stream_init(struct scan_stream *s, const struct scan_set *set)
 }
 
 static int
-scan_hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int
 scan_match_fill(const struct scan_set *set, uint32_t pi, enum scan_enc enc,
     uint64_t end, struct scan_match *m)
 {
@@ -606,7 +595,7 @@ scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
 				s->ss_pct = 1;
 			else
 				found = scan_dec_push(s, c, m);
-		} else if ((h = scan_hexval(c)) == -1) {
+		} else if ((h = hexdig_val(c)) == -1) {
 			found = scan_dec_push(s, '%', m);
 			if (!found && s->ss_pct == 2)
 				found = scan_dec_push(s, s->ss_pct_hi, m);
@@ -618,7 +607,7 @@ scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
 			s->ss_pct = 2;
 		} else {
 			s->ss_pct = 0;
-			found = scan_dec_push(s, (uint8_t)(scan_hexval(
+			found = scan_dec_push(s, (uint8_t)(hexdig_val(
 			    s->ss_pct_hi) << 4 | h), m);
 		}
 		if (found)

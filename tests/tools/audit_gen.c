@@ -16,20 +16,9 @@
 #include <string.h>
 
 #include "audit.h"
+#include "hexdig.h"
 
 #define MAX_INJECT	8
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decodes %XX in place. */
 static void
@@ -38,8 +27,8 @@ pct_decode(char *s)
 	char *o = s;
 
 	for (; *s != '\0'; s++) {
-		if (s[0] == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+		if (s[0] == '%' && hexdig_val(s[1]) >= 0 && hexdig_val(s[2]) >= 0) {
+			*o++ = (char)(hexdig_val(s[1]) * 16 + hexdig_val(s[2]));
 			s += 2;
 		} else
 			*o++ = *s;
