@@ -198,6 +198,7 @@ proxy_sandbox_put(struct proxy_sandbox *ps)
 		return;
 	proxy_policy_put(ps->ps_policy);
 	proxy_map_free(ps->ps_map);
+	pthread_mutex_destroy(&ps->ps_limit_mtx);
 	free(ps);
 }
 
@@ -206,9 +207,13 @@ proxy_sandbox_policy(struct proxy_sandbox *ps)
 {
 	struct proxy_policy *pp;
 
-	/* The write lock is held while ps_policy is swapped; the old one is put after. */
+	/*
+	 * The write lock is held while ps_policy is swapped; the old one is put after.
+	 * A lock that cannot be taken (EAGAIN: too many readers) is the caller's
+	 * refusal, never the process's end.
+	 */
 	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
-		fatalx("registry lock");
+		return NULL;
 	pp = ps->ps_policy;
 	__atomic_add_fetch(&pp->pp_refs, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_unlock(&proxy_reg_lock);
@@ -803,6 +808,7 @@ proxy_sandbox_new(const struct sandbox *sb, struct proxy_policy *pp)
 	ps->ps_rec = *sb;
 	ps->ps_policy = pp;
 	ps->ps_refs = 1;
+	pthread_mutex_init(&ps->ps_limit_mtx, NULL);
 	proxy_fmt(ps->ps_policy_file, sizeof(ps->ps_policy_file), "%s",
 	    sb->sb_policy);
 	return ps;
@@ -833,6 +839,7 @@ static json_t *
 proxy_apply_rec(const struct proxy_rec *r, const char *source,
     struct proxy_keys *keys, int *failed)
 {
+	struct proxy_policy *cur;
 	const struct sandbox *sb = &r->pr_sb;
 	struct policy_errors errs = { 0 };
 	struct policy *p = NULL;
@@ -975,9 +982,10 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source,
 		proxy_audit_sandbox(sb, "attach", source);
 
 	out = json_pack("{s:s, s:s}", "name", sb->sb_name, "status", status);
-	if (ps != NULL) {
-		struct proxy_policy *cur = proxy_sandbox_policy(ps);
-
+	if (ps != NULL && (cur = proxy_sandbox_policy(ps)) == NULL) {
+		log_warnx("sandbox %s: registry lock", sb->sb_name);
+		proxy_sandbox_put(ps);
+	} else if (ps != NULL) {
 		json_object_set_new(out, "policy",
 		    json_string(cur->pp_policy->p_name));
 		json_object_set_new(out, "hash",

@@ -8,6 +8,7 @@
 #define AIRLOCK_PROXY_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,15 @@ struct proxy_policy {
 	unsigned int	 pp_refs;	/* atomic */
 };
 
+/* A sandbox's token buckets for its policy's limits (proxy_conn_limit.c). */
+struct proxy_buckets {
+	int		 pb_init;
+	double		 pb_conn;
+	double		 pb_bytes;
+	double		 pb_req;
+	double		 pb_last;	/* seconds, CLOCK_MONOTONIC */
+};
+
 struct proxy_sandbox {
 	struct sandbox	 ps_rec;		/* the state-dir record */
 	struct proxy_policy *ps_policy;		/* guarded by the registry lock */
@@ -48,6 +58,9 @@ struct proxy_sandbox {
 	uint64_t	 ps_bytes_down;
 	uint64_t	 ps_dns_queries;
 	uint64_t	 ps_dns_denied;
+	/* limits (proxy_conn_limit.c): this sandbox's own buckets and lock */
+	pthread_mutex_t	 ps_limit_mtx;
+	struct proxy_buckets ps_buckets;
 	/* core-private (proxy.c): the policy file in force, under the registry lock */
 	char		 ps_policy_file[PATH_MAX];
 	char		 ps_policy_error[256];	/* last load error, "" if none */
@@ -125,9 +138,10 @@ proxy_sandbox_is_dead(const struct proxy_sandbox *ps)
 struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
 void	proxy_sandbox_put(struct proxy_sandbox *ps);
 /*
- * The sandbox's current policy, referenced; release with proxy_policy_put().  Never
- * NULL: a sandbox whose policy never loaded has an empty policy (no rules, so every
- * decision is a denial; p_name "none", p_hash "").
+ * The sandbox's current policy, referenced; release with proxy_policy_put().  A
+ * sandbox whose policy never loaded has an empty policy (no rules, so every
+ * decision is a denial; p_name "none", p_hash "").  NULL only when the registry
+ * lock cannot be taken: the caller refuses what it was deciding.
  */
 struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
 void	proxy_policy_put(struct proxy_policy *pp);

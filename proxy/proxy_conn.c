@@ -637,7 +637,10 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->pc_sandbox = ps;
 	proxy_sandbox_count(ps, PROXY_STAT_CONNS_LIVE, 1);
 	c->pc_counted = 1;
-	c->pc_policy = proxy_sandbox_policy(ps);
+	if ((c->pc_policy = proxy_sandbox_policy(ps)) == NULL) {
+		log_warnx("connection %llu: registry lock", (unsigned long long)c->pc_id);
+		goto reset;
+	}
 	p = c->pc_policy->pp_policy;
 	c->pc_limits = p->p_limits;
 	c->pc_client = bufferevent_socket_new(w->pw_base, fd,
@@ -658,7 +661,7 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 		why = "connection_limit";
 		goto deny;
 	}
-	if (proxy_limit_conn_take(ps->ps_rec.sb_name, &p->p_limits) == -1) {
+	if (proxy_limit_conn_take(ps, &p->p_limits) == -1) {
 		why = "rate_limited";
 		goto deny;
 	}
@@ -802,7 +805,10 @@ proxy_conn_current(struct proxy_conn *c)
 		proxy_conn_close(c, "sandbox_removed", 1);
 		return -1;
 	}
-	pp = proxy_sandbox_policy(c->pc_sandbox);
+	if ((pp = proxy_sandbox_policy(c->pc_sandbox)) == NULL) {
+		proxy_conn_close(c, "internal_error", 1);
+		return -1;
+	}
 	if (pp == c->pc_policy) {
 		/* c holds a reference to pc_policy: the pointer cannot be reused. */
 		proxy_policy_put(pp);

@@ -184,19 +184,17 @@ void	proxy_conn_relay_start(struct proxy_conn *c);
 /* Re-evaluates which sides may read (EOF, backpressure, rate pause). */
 void	proxy_conn_relay_update(struct proxy_conn *c);
 
-/* proxy_conn_limit.c */
+/* proxy_conn_limit.c: each sandbox's own buckets (struct proxy_sandbox) */
+/* Takes one new-connection token of ps under limit l.  0: allowed, -1: over. */
+int	proxy_limit_conn_take(struct proxy_sandbox *ps, const struct policy_limits *l);
+/* One request of ps under limit l (requests_per_second).  0 or -1. */
+int	proxy_limit_request_take(struct proxy_sandbox *ps,
+	    const struct policy_limits *l);
 /*
- * Takes one new-connection token of sandbox name under limit l.  0: allowed,
- * -1: over the rate.
+ * Charges n bytes to ps; returns 0, or the milliseconds reads should pause for the
+ * bucket to refill.
  */
-int	proxy_limit_conn_take(const char *name, const struct policy_limits *l);
-/* One request of sandbox name under limit l (requests_per_second).  0 or -1. */
-int	proxy_limit_request_take(const char *name, const struct policy_limits *l);
-/*
- * Charges n bytes to sandbox name; returns 0, or the milliseconds reads should pause
- * for the bucket to refill.
- */
-long	proxy_limit_bytes_take(const char *name, const struct policy_limits *l,
+long	proxy_limit_bytes_take(struct proxy_sandbox *ps, const struct policy_limits *l,
 	    size_t n);
 
 #endif

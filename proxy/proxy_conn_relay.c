@@ -149,8 +149,7 @@ proxy_conn_relay_count(struct proxy_conn *c, struct bufferevent *bev, size_t n)
 	}
 	event_base_gettimeofday_cached(c->pc_worker->pw_base, &c->pc_last);
 	if (c->pc_limits.pl_bytes_per_second != 0 && !c->pc_paused &&
-	    (ms = proxy_limit_bytes_take(c->pc_sandbox->ps_rec.sb_name,
-	    &c->pc_limits, n)) > 0) {
+	    (ms = proxy_limit_bytes_take(c->pc_sandbox, &c->pc_limits, n)) > 0) {
 		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
 		c->pc_paused = 1;

@@ -714,7 +714,8 @@ pi_request_start(struct proxy_conn *c)
 		    (const char *)h + rq->hq_query.off);
 	} else if ((pi->pi_path = strdup(rawpath)) == NULL)
 		goto internal;
-	pi->pi_pp = proxy_sandbox_policy(c->pc_sandbox);
+	if ((pi->pi_pp = proxy_sandbox_policy(c->pc_sandbox)) == NULL)
+		goto internal;
 	pi_keys_refresh(pi);
 
 	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
@@ -735,7 +736,7 @@ pi_request_start(struct proxy_conn *c)
 		pi_refuse(c, 421, "Misdirected Request", "host_mismatch", what);
 		goto out;
 	}
-	if (proxy_limit_request_take(pi_sandbox(c),
+	if (proxy_limit_request_take(c->pc_sandbox,
 	    &pi->pi_pp->pp_policy->p_limits) == -1) {
 		pi_refuse(c, 429, "Too Many Requests", "rate_limited",
 		    "the sandbox's requests_per_second limit is spent");
