@@ -18,9 +18,20 @@
  * of N survives and the text still decodes with its alignment unchanged.  With
  * SCAN_NEEDLE_MIN = 8 the shortest middle is 10 characters (60 bits).
  *
+ * Decoded views.  Besides the raw bytes, every stream is run, through the same
+ * automaton, as two decoded views: percent-decoded (%XX) and JSON-unescaped (\X,
+ * \uXXXX to UTF-8).  A decoder's state is the bytes of the escape it has begun (at
+ * most 5); a broken escape passes literally.  While a view stands in the same
+ * automaton state as the raw bytes and the byte is not part of an escape, its
+ * next state is the raw one (no second walk): plain text costs one walk, not
+ * three.  The redactor keeps, per view, a ring of the raw offsets where its last
+ * decoded bytes began, so a match in a view maps back to the raw bytes it covers;
+ * after any match all automata restart just past it.
+ *
  * Redaction holds back the bytes that may still become a match: after each byte,
  * the automaton's depth (the longest suffix of the input that is a prefix of some
- * pattern) plus one (the character before a base64 middle).
+ * pattern) plus one (the character before a base64 middle), in raw bytes and in
+ * each view's decoded bytes (mapped back to raw offsets), and any escape begun.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -378,11 +389,12 @@ scan_add_b64(struct scan_set *set, size_t ent)
 
 /*
  * Percent-encodes in[n] into out (room for 3n): bytes in keep (and unreserved
- * ones when unres) stay, the rest become %XX in upper or lower case.
+ * ones when unres) stay, a space becomes '+' when plus (a form field), the rest
+ * become %XX in upper or lower case.
  */
 static size_t
 scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
-    int lower, uint8_t *out)
+    int plus, int lower, uint8_t *out)
 {
 	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
 	size_t i, o = 0;
@@ -390,7 +402,9 @@ scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
 
 	for (i = 0; i < n; i++) {
 		c = in[i];
-		if ((unres && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		if (plus && c == ' ')
+			out[o++] = '+';
+		else if ((unres && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
 		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
 		    c == '~')) || (c != '\0' && strchr(keep, c) != NULL))
 			out[o++] = c;
@@ -403,18 +417,37 @@ scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
 	return o;
 }
 
-/* Literal percent-encodings of entry ent in the usual styles (see proxy_scan.h). */
+/* Hex of in[n] into out (room for 2n). */
+static void
+scan_hex_encode(const uint8_t *in, size_t n, int lower, uint8_t *out)
+{
+	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = (uint8_t)hex[in[i] >> 4];
+		out[2 * i + 1] = (uint8_t)hex[in[i] & 15];
+	}
+}
+
+/*
+ * Literal encodings of entry ent: percent-encodings in the usual styles (see
+ * proxy_scan.h), and hex in lower and upper case (the replacement in the same
+ * style or case).
+ */
 static int
-scan_add_pct(struct scan_set *set, size_t ent)
+scan_add_literal(struct scan_set *set, size_t ent)
 {
 	static const struct {
 		int		 unres;
 		const char	*keep;
+		int		 plus;
 	} styles[] = {
-		{ 1, "" },		/* RFC 3986 unreserved */
-		{ 1, "/" },		/* Python quote() */
-		{ 1, "!'()*" },		/* JavaScript encodeURIComponent() */
-		{ 0, "" },		/* everything escaped */
+		{ 1, "", 0 },		/* RFC 3986 unreserved */
+		{ 1, "/", 0 },		/* Python quote() */
+		{ 1, "!'()*", 0 },	/* JavaScript encodeURIComponent() */
+		{ 0, "", 0 },		/* everything escaped */
+		{ 1, "*", 1 },		/* HTML forms (WHATWG urlencoded) */
 	};
 	const struct scan_entry *e = &set->ss_ent[ent];
 	uint8_t *pat = NULL, *rep = NULL;
@@ -426,16 +459,27 @@ scan_add_pct(struct scan_set *set, size_t ent)
 		goto out;
 	for (s = 0; s < sizeof(styles) / sizeof(styles[0]); s++)
 		for (lower = 0; lower < 2; lower++) {
+			if (styles[s].plus && memchr(e->se_needle, ' ',
+			    e->se_n) == NULL)
+				continue;	/* the same as RFC 3986 */
 			pl = scan_pct_encode(e->se_needle, e->se_n, styles[s].unres,
-			    styles[s].keep, lower, pat);
-			if (pl == e->se_n)
+			    styles[s].keep, styles[s].plus, lower, pat);
+			if (pl == e->se_n && memcmp(pat, e->se_needle, pl) == 0)
 				continue;	/* nothing escaped: the raw form */
 			rl = scan_pct_encode(e->se_repl, e->se_rn, styles[s].unres,
-			    styles[s].keep, lower, rep);
+			    styles[s].keep, styles[s].plus, lower, rep);
 			if (scan_pat_add(set, ent, SCAN_ENC_PCT, pat, pl, rep, rl,
 			    NULL) == -1)
 				goto out;
 		}
+	for (lower = 1; lower >= 0; lower--) {
+		scan_hex_encode(e->se_needle, e->se_n, lower, pat);
+		scan_hex_encode(e->se_repl, e->se_rn, lower, rep);
+		/* Digits only: both cases spell the same pattern, one node. */
+		if (scan_pat_add(set, ent, SCAN_ENC_HEX, pat, 2 * e->se_n, rep,
+		    2 * e->se_rn, NULL) == -1)
+			goto out;
+	}
 	rc = 0;
  out:
 	scan_wipe_free(pat, cap);
@@ -460,7 +504,7 @@ scan_set_build(struct scan_set *set)
 		if (scan_pat_add(set, i, SCAN_ENC_RAW, set->ss_ent[i].se_needle,
 		    set->ss_ent[i].se_n, set->ss_ent[i].se_repl,
 		    set->ss_ent[i].se_rn, NULL) == -1 ||
-		    scan_add_b64(set, i) == -1 || scan_add_pct(set, i) == -1)
+		    scan_add_b64(set, i) == -1 || scan_add_literal(set, i) == -1)
 			goto out;
 	}
 	/* Breadth-first: fail and dictionary links, complete root transitions. */
@@ -526,16 +570,7 @@ scan_output(const struct scan_set *set, uint32_t s)
 	return SCAN_NONE;
 }
 
-/* ---- detection ---- */
-
-void
-scan_stream_init(struct scan_stream *s, const struct scan_set *set)
-{
-	memset(s, 0, sizeof(*s));
-	s->ss_set = set;
-	s->ss_raw = SCAN_ROOT;
-	s->ss_dec = SCAN_ROOT;
-}
+/* ---- decoded views ---- */
 
 static int
 scan_hexval(uint8_t c)
@@ -549,6 +584,149 @@ scan_hexval(uint8_t c)
 	return -1;
 }
 
+enum scan_view {
+	SCAN_VIEW_PCT = 0,
+	SCAN_VIEW_JSON,
+};
+#define SCAN_NVIEWS	2
+
+/*
+ * One decoded byte and where it came from: it starts vo_back raw bytes before the
+ * byte just fed, and spans vo_len raw bytes (all the bytes of a UTF-8 sequence
+ * decoded from one \uXXXX share the escape's span).
+ */
+struct scan_vout {
+	uint8_t		 vo_byte;
+	uint8_t		 vo_back;
+	uint8_t		 vo_len;
+};
+#define SCAN_VOUT_MAX	7
+
+static void
+scan_vout_put(struct scan_vout *o, size_t *n, uint8_t c, size_t back, size_t len)
+{
+	o[*n].vo_byte = c;
+	o[*n].vo_back = (uint8_t)back;
+	o[*n].vo_len = (uint8_t)len;
+	(*n)++;
+}
+
+/* A broken escape: its bytes pass as themselves. */
+static void
+scan_vdec_flush(struct scan_vdec *d, struct scan_vout *o, size_t *n)
+{
+	size_t j;
+
+	for (j = 0; j < d->vd_n; j++)
+		scan_vout_put(o, n, d->vd_buf[j], d->vd_n - j, 1);
+	d->vd_n = 0;
+}
+
+/* After a broken escape (passed literally), c starts an escape or is itself. */
+static size_t
+scan_vdec_restart(struct scan_vdec *d, uint8_t c, uint8_t esc,
+    struct scan_vout *o, size_t n)
+{
+	scan_vdec_flush(d, o, &n);
+	if (c == esc)
+		d->vd_buf[d->vd_n++] = c;
+	else
+		scan_vout_put(o, &n, c, 0, 1);
+	return n;
+}
+
+/*
+ * Feeds raw byte c to the decoder of view v; fills o with the decoded bytes that
+ * are now complete and returns how many (0 .. SCAN_VOUT_MAX).  A broken escape
+ * passes literally; an escape is never longer than 6 bytes, so the state is the
+ * bytes of the escape seen so far.
+ */
+static size_t
+scan_vdec_byte(struct scan_vdec *d, enum scan_view v, uint8_t c,
+    struct scan_vout *o)
+{
+	static const char jshort[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+	unsigned int cp;
+	size_t n = 0, j;
+	int h;
+
+	if (v == SCAN_VIEW_PCT) {
+		if (d->vd_n > 0 && (h = scan_hexval(c)) != -1) {
+			if (d->vd_n == 1) {
+				d->vd_buf[d->vd_n++] = c;
+				return 0;
+			}
+			d->vd_n = 0;
+			scan_vout_put(o, &n, (uint8_t)(scan_hexval(d->vd_buf[1]) <<
+			    4 | h), 2, 3);
+			return n;
+		}
+		return scan_vdec_restart(d, c, '%', o, n);
+	}
+	if (d->vd_n == 1) {
+		if (c == 'u') {
+			d->vd_buf[d->vd_n++] = c;
+			return 0;
+		}
+		for (j = 0; jshort[j] != '\0'; j += 2)
+			if (jshort[j] == c) {
+				d->vd_n = 0;
+				scan_vout_put(o, &n, (uint8_t)jshort[j + 1], 1, 2);
+				return n;
+			}
+	} else if (d->vd_n >= 2 && scan_hexval(c) != -1) {
+		if (d->vd_n < 5) {
+			d->vd_buf[d->vd_n++] = c;
+			return 0;
+		}
+		cp = (unsigned int)(scan_hexval(d->vd_buf[2]) << 12 |
+		    scan_hexval(d->vd_buf[3]) << 8 | scan_hexval(d->vd_buf[4]) << 4 |
+		    scan_hexval(c));
+		d->vd_n = 0;
+		if (cp < 0x80)
+			scan_vout_put(o, &n, (uint8_t)cp, 5, 6);
+		else if (cp < 0x800) {
+			scan_vout_put(o, &n, (uint8_t)(0xc0 | cp >> 6), 5, 6);
+			scan_vout_put(o, &n, (uint8_t)(0x80 | (cp & 0x3f)), 5, 6);
+		} else {
+			scan_vout_put(o, &n, (uint8_t)(0xe0 | cp >> 12), 5, 6);
+			scan_vout_put(o, &n, (uint8_t)(0x80 | (cp >> 6 & 0x3f)), 5,
+			    6);
+			scan_vout_put(o, &n, (uint8_t)(0x80 | (cp & 0x3f)), 5, 6);
+		}
+		return n;
+	}
+	return scan_vdec_restart(d, c, '\\', o, n);
+}
+
+/*
+ * One step of a view's automaton over decoded byte vo.  A view is "in step" with
+ * the raw automaton when both stand in the same state (prev) and the decoded byte
+ * is the raw byte itself: it then reaches the raw automaton's new state (next)
+ * without a walk, which is the common case (text with no escapes) and costs
+ * nothing.
+ */
+static uint32_t
+scan_view_step(const struct scan_set *set, uint32_t vs, const struct scan_vout *vo,
+    uint32_t prev, uint32_t next)
+{
+	if (vs == prev && vo->vo_back == 0)
+		return next;
+	return scan_step(set, vs, vo->vo_byte);
+}
+
+/* ---- detection ---- */
+
+void
+scan_stream_init(struct scan_stream *s, const struct scan_set *set)
+{
+	memset(s, 0, sizeof(*s));
+	s->ss_set = set;
+	s->ss_raw = SCAN_ROOT;
+	s->ss_dec = SCAN_ROOT;
+	s->ss_json = SCAN_ROOT;
+}
+
 static int
 scan_match_fill(const struct scan_set *set, uint32_t pi, enum scan_enc enc,
     uint64_t end, struct scan_match *m)
@@ -556,25 +734,35 @@ scan_match_fill(const struct scan_set *set, uint32_t pi, enum scan_enc enc,
 	const struct scan_pat *p = &set->ss_pat[pi];
 
 	m->sm_id = set->ss_ent[p->sp_entry].se_id;
-	/* A raw pattern found in the decoded stream was percent-encoded. */
-	m->sm_enc = enc == SCAN_ENC_PCT && p->sp_enc == SCAN_ENC_RAW ?
-	    SCAN_ENC_PCT : p->sp_enc;
+	/* A raw pattern found in a decoded view was encoded that way. */
+	m->sm_enc = enc != SCAN_ENC_RAW && p->sp_enc == SCAN_ENC_RAW ? enc :
+	    p->sp_enc;
 	m->sm_end = end;
 	return 1;
 }
 
-/* Feeds one decoded byte to the decoded-stream automaton. */
+/* Feeds raw byte c (raw automaton at prev -> next) to one decoded view. */
 static int
-scan_dec_push(struct scan_stream *s, uint8_t c, struct scan_match *m)
+scan_stream_view(struct scan_stream *s, enum scan_view v, uint8_t c,
+    uint32_t prev, uint32_t next, struct scan_match *m)
 {
+	const struct scan_set *set = s->ss_set;
+	struct scan_vout o[SCAN_VOUT_MAX];
+	struct scan_vdec *d = v == SCAN_VIEW_PCT ? &s->ss_pdec : &s->ss_jdec;
+	uint32_t *st = v == SCAN_VIEW_PCT ? &s->ss_dec : &s->ss_json;
+	uint64_t *off = v == SCAN_VIEW_PCT ? &s->ss_dec_off : &s->ss_json_off;
+	size_t n, j;
 	uint32_t pi;
 
-	s->ss_dec = scan_step(s->ss_set, s->ss_dec, c);
-	s->ss_dec_off++;
-	if ((pi = scan_output(s->ss_set, s->ss_dec)) != SCAN_NONE) {
-		s->ss_dec = SCAN_ROOT;
-		return scan_match_fill(s->ss_set, pi, SCAN_ENC_PCT,
-		    s->ss_dec_off, m);
+	n = scan_vdec_byte(d, v, c, o);
+	for (j = 0; j < n; j++) {
+		*st = scan_view_step(set, *st, &o[j], prev, next);
+		(*off)++;
+		if ((pi = scan_output(set, *st)) != SCAN_NONE) {
+			*st = SCAN_ROOT;
+			return scan_match_fill(set, pi, v == SCAN_VIEW_PCT ?
+			    SCAN_ENC_PCT : SCAN_ENC_JSON, *off, m);
+		}
 	}
 	return 0;
 }
@@ -584,9 +772,8 @@ scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
     struct scan_match *m)
 {
 	const struct scan_set *set = s->ss_set;
-	uint32_t pi;
+	uint32_t pi, prev;
 	size_t i;
-	int h, found;
 
 	if (set == NULL || !set->ss_built)
 		return 0;
@@ -594,34 +781,14 @@ scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
 		uint8_t c = buf[i];
 
 		s->ss_off++;
-		s->ss_raw = scan_step(set, s->ss_raw, c);
+		prev = s->ss_raw;
+		s->ss_raw = scan_step(set, prev, c);
 		if ((pi = scan_output(set, s->ss_raw)) != SCAN_NONE) {
 			s->ss_raw = SCAN_ROOT;
 			return scan_match_fill(set, pi, SCAN_ENC_RAW, s->ss_off, m);
 		}
-		/* The percent-decoded stream; a broken escape passes literally. */
-		found = 0;
-		if (s->ss_pct == 0) {
-			if (c == '%')
-				s->ss_pct = 1;
-			else
-				found = scan_dec_push(s, c, m);
-		} else if ((h = scan_hexval(c)) == -1) {
-			found = scan_dec_push(s, '%', m);
-			if (!found && s->ss_pct == 2)
-				found = scan_dec_push(s, s->ss_pct_hi, m);
-			s->ss_pct = c == '%' ? 1 : 0;
-			if (!found && c != '%')
-				found = scan_dec_push(s, c, m);
-		} else if (s->ss_pct == 1) {
-			s->ss_pct_hi = c;
-			s->ss_pct = 2;
-		} else {
-			s->ss_pct = 0;
-			found = scan_dec_push(s, (uint8_t)(scan_hexval(
-			    s->ss_pct_hi) << 4 | h), m);
-		}
-		if (found)
+		if (scan_stream_view(s, SCAN_VIEW_PCT, c, prev, s->ss_raw, m) ||
+		    scan_stream_view(s, SCAN_VIEW_JSON, c, prev, s->ss_raw, m))
 			return 1;
 	}
 	return 0;
@@ -764,6 +931,20 @@ scan_subst_value(const struct scan_set *set, const uint8_t *value, size_t len,
 
 /* ---- redaction ---- */
 
+/*
+ * A decoded view of the redactor's input: its decoder, its automaton state, and a
+ * ring of the raw start offsets (low 32 bits of the offset in the stream) of its
+ * last rv_cap decoded bytes, so a match found in the view maps back to the raw
+ * bytes it covers.
+ */
+struct scan_rview {
+	struct scan_vdec rv_dec;
+	uint32_t	 rv_state;
+	uint32_t	*rv_ring;
+	size_t		 rv_cap;
+	uint64_t	 rv_ndec;	/* decoded bytes since the last reset */
+};
+
 struct scan_redact {
 	const struct scan_set *sr_set;
 	void		(*sr_fn)(void *, const struct scan_match *);
@@ -775,15 +956,30 @@ struct scan_redact {
 	int		 sr_trail_bits;	/* pending patch of the next char */
 	uint8_t		 sr_trail_val;
 	const char	*sr_trail_alpha;
-	uint64_t	 sr_off;
+	uint64_t	 sr_base;	/* stream offset of sr_hold's first byte */
 	uint64_t	 sr_count;
+	struct scan_rview sr_view[SCAN_NVIEWS];
 };
+
+static void
+scan_rview_reset(struct scan_redact *r)
+{
+	size_t v;
+
+	r->sr_state = SCAN_ROOT;
+	for (v = 0; v < SCAN_NVIEWS; v++) {
+		r->sr_view[v].rv_dec.vd_n = 0;
+		r->sr_view[v].rv_state = SCAN_ROOT;
+		r->sr_view[v].rv_ndec = 0;
+	}
+}
 
 struct scan_redact *
 scan_redact_new(const struct scan_set *set,
     void (*fn)(void *, const struct scan_match *), void *arg)
 {
 	struct scan_redact *r;
+	size_t v;
 
 	if (!set->ss_built) {
 		errno = EINVAL;
@@ -794,16 +990,29 @@ scan_redact_new(const struct scan_set *set,
 	r->sr_set = set;
 	r->sr_fn = fn;
 	r->sr_arg = arg;
-	r->sr_state = SCAN_ROOT;
+	for (v = 0; v < SCAN_NVIEWS; v++) {
+		/* A match and the character before it. */
+		r->sr_view[v].rv_cap = set->ss_maxlen + 2;
+		if ((r->sr_view[v].rv_ring = calloc(r->sr_view[v].rv_cap,
+		    sizeof(uint32_t))) == NULL) {
+			scan_redact_free(r);
+			return NULL;
+		}
+	}
+	scan_rview_reset(r);
 	return r;
 }
 
 void
 scan_redact_free(struct scan_redact *r)
 {
+	size_t v;
+
 	if (r == NULL)
 		return;
 	http_buf_free(&r->sr_hold);
+	for (v = 0; v < SCAN_NVIEWS; v++)
+		free(r->sr_view[v].rv_ring);	/* offsets, no content */
 	OPENSSL_cleanse(r, sizeof(*r));
 	free(r);
 }
@@ -825,6 +1034,157 @@ scan_b64_patch(uint8_t *c, const char *alpha, uint8_t mask, uint8_t val)
 	*c = (uint8_t)alpha[((unsigned int)v & ~mask & 0x3f) | (val & mask)];
 }
 
+/*
+ * Appends replacement p[n] as it must stand in view v: JSON (minimal escaping:
+ * '"', '\' and control bytes), percent (RFC 3986 unreserved kept), or as is.
+ */
+static int
+scan_repl_add(struct http_buf *out, int v, const uint8_t *p, size_t n)
+{
+	uint8_t e[6];
+	size_t i;
+	int el;
+
+	if (v == -1)
+		return http_buf_add(out, p, n);
+	for (i = 0; i < n; i++) {
+		el = 0;
+		if (v == SCAN_VIEW_JSON && (p[i] == '"' || p[i] == '\\')) {
+			e[0] = '\\';
+			e[1] = p[i];
+			el = 2;
+		} else if (v == SCAN_VIEW_JSON && p[i] < 0x20) {
+			memcpy(e, "\\u00", 4);
+			e[4] = (uint8_t)"0123456789abcdef"[p[i] >> 4];
+			e[5] = (uint8_t)"0123456789abcdef"[p[i] & 15];
+			el = 6;
+		} else if (v == SCAN_VIEW_PCT)
+			el = (int)scan_pct_encode(p + i, 1, 1, "", 0, 0, e);
+		if ((el == 0 ? http_buf_add(out, p + i, 1) :
+		    http_buf_add(out, e, (size_t)el)) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Replaces hold bytes [start, end) by pattern pi's replacement, seen in view v (-1:
+ * raw); lead: hold index of the character before the match whose low bits carry
+ * the secret's (base64), or SIZE_MAX.  The caller resets the automata.
+ */
+static int
+scan_redact_hit(struct scan_redact *r, uint32_t pi, int v, size_t start,
+    size_t end, size_t lead, struct http_buf *out)
+{
+	const struct scan_set *set = r->sr_set;
+	const struct scan_pat *p = &set->ss_pat[pi];
+	struct http_buf *h = &r->sr_hold;
+	struct scan_match m;
+	const char *alpha;
+
+	alpha = p->sp_enc == SCAN_ENC_B64URL ? scan_b64_url : scan_b64_std;
+	if (p->sp_lead_bits != 0 && lead != SIZE_MAX && lead >= r->sr_emit)
+		scan_b64_patch(&h->hb_p[lead], alpha,
+		    (uint8_t)((1u << p->sp_lead_bits) - 1), p->sp_lead_val);
+	if (start < r->sr_emit || start > end)
+		start = r->sr_emit;	/* defensive: the hold keeps it all */
+	if (http_buf_add(out, h->hb_p + r->sr_emit, start - r->sr_emit) == -1 ||
+	    scan_repl_add(out, v, p->sp_repl, p->sp_repl_len) == -1)
+		return -1;
+	r->sr_emit = end;
+	if (p->sp_trail_bits != 0) {
+		r->sr_trail_bits = p->sp_trail_bits;
+		r->sr_trail_val = p->sp_trail_val;
+		r->sr_trail_alpha = alpha;
+	}
+	r->sr_count++;
+	if (r->sr_fn != NULL) {
+		m.sm_id = set->ss_ent[p->sp_entry].se_id;
+		m.sm_enc = p->sp_enc;
+		if (v != -1 && p->sp_enc == SCAN_ENC_RAW)
+			m.sm_enc = v == SCAN_VIEW_PCT ? SCAN_ENC_PCT : SCAN_ENC_JSON;
+		m.sm_end = r->sr_base + end;
+		r->sr_fn(r->sr_arg, &m);
+	}
+	return 0;
+}
+
+/* Hold index of the stream offset whose low 32 bits are lo (within the hold). */
+static size_t
+scan_hold_index(const struct scan_redact *r, uint32_t lo)
+{
+	return (size_t)(uint32_t)(lo - (uint32_t)r->sr_base);
+}
+
+/*
+ * Feeds hold byte i to view v (raw automaton prev -> next).  Returns 1 after a
+ * match (*resume: the hold index to go on from), 0 if none, -1 on error.
+ */
+static int
+scan_redact_view(struct scan_redact *r, int v, size_t i, uint32_t prev,
+    uint32_t next, struct http_buf *out, size_t *resume)
+{
+	const struct scan_set *set = r->sr_set;
+	struct scan_rview *rv = &r->sr_view[v];
+	struct scan_vout o[SCAN_VOUT_MAX];
+	size_t n, j, at, start, end, lead;
+	uint64_t first;
+	uint32_t pi;
+
+	n = scan_vdec_byte(&rv->rv_dec, (enum scan_view)v, r->sr_hold.hb_p[i], o);
+	for (j = 0; j < n; j++) {
+		at = i - o[j].vo_back;
+		rv->rv_ring[rv->rv_ndec % rv->rv_cap] = (uint32_t)(r->sr_base + at);
+		rv->rv_ndec++;
+		rv->rv_state = scan_view_step(set, rv->rv_state, &o[j], prev, next);
+		if ((pi = scan_output(set, rv->rv_state)) == SCAN_NONE)
+			continue;
+		/* The match's first decoded byte, and the one before it. */
+		first = rv->rv_ndec - set->ss_pat[pi].sp_len;
+		start = scan_hold_index(r, rv->rv_ring[first % rv->rv_cap]);
+		end = at + o[j].vo_len;
+		lead = SIZE_MAX;
+		if (first >= 1 && scan_hold_index(r,
+		    rv->rv_ring[(first - 1) % rv->rv_cap]) + 1 == start)
+			lead = start - 1;	/* a plain character */
+		if (scan_redact_hit(r, pi, v, start, end, lead, out) == -1)
+			return -1;
+		*resume = end;
+		return 1;
+	}
+	return 0;
+}
+
+/* The first hold index that may still be part of a match (or its lead char). */
+static size_t
+scan_redact_keep(const struct scan_redact *r)
+{
+	const struct scan_set *set = r->sr_set;
+	const struct scan_rview *rv;
+	size_t len = r->sr_hold.hb_len, from, k, x, v;
+
+	k = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
+	from = len > k ? len - k : 0;
+	for (v = 0; v < SCAN_NVIEWS; v++) {
+		rv = &r->sr_view[v];
+		if (rv->rv_dec.vd_n > 0 && len - rv->rv_dec.vd_n < from)
+			from = len - rv->rv_dec.vd_n;
+		/* As for the raw bytes: the match so far and one byte more. */
+		k = (size_t)set->ss_node[rv->rv_state].sn_depth + 1;
+		if (k > rv->rv_ndec)
+			k = (size_t)rv->rv_ndec;
+		if (k == 0)
+			continue;
+		x = scan_hold_index(r, rv->rv_ring[(rv->rv_ndec - k) %
+		    rv->rv_cap]);
+		if (x > len)
+			continue;	/* defensive: already out */
+		if (x < from)
+			from = x;
+	}
+	return from;
+}
+
 int
 scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
     struct http_buf *out)
@@ -832,11 +1192,10 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 	const struct scan_set *set = r->sr_set;
 	struct http_buf *h = &r->sr_hold;
 	const struct scan_pat *p;
-	struct scan_match m;
-	const char *alpha;
-	uint32_t pi;
-	size_t i, start, keep;
-	int n = 0;
+	uint32_t pi, prev;
+	size_t i, keep, resume, lead;
+	uint64_t before = r->sr_count;
+	int v, rc;
 
 	if (http_buf_add(h, in, len) == -1)
 		return -1;
@@ -847,51 +1206,42 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 			    r->sr_trail_val);
 			r->sr_trail_bits = 0;
 		}
-		r->sr_off++;
-		r->sr_state = scan_step(set, r->sr_state, h->hb_p[i]);
-		if ((pi = scan_output(set, r->sr_state)) == SCAN_NONE)
+		prev = r->sr_state;
+		r->sr_state = scan_step(set, prev, h->hb_p[i]);
+		if ((pi = scan_output(set, r->sr_state)) != SCAN_NONE) {
+			p = &set->ss_pat[pi];
+			/* The hold keeps depth + 1 bytes, so the match is all in it. */
+			lead = i + 1 > p->sp_len ? i - p->sp_len : SIZE_MAX;
+			if (scan_redact_hit(r, pi, -1, i + 1 >= p->sp_len ?
+			    i + 1 - p->sp_len : 0, i + 1, lead, out) == -1)
+				return -1;
+			scan_rview_reset(r);
 			continue;
-		p = &set->ss_pat[pi];
-		/* The hold keeps depth + 1 bytes, so the match is all in it. */
-		start = i + 1 >= p->sp_len ? i + 1 - p->sp_len : 0;
-		alpha = p->sp_enc == SCAN_ENC_B64URL ? scan_b64_url : scan_b64_std;
-		if (p->sp_lead_bits != 0 && start >= 1 && start - 1 >= r->sr_emit)
-			scan_b64_patch(&h->hb_p[start - 1], alpha,
-			    (uint8_t)((1u << p->sp_lead_bits) - 1), p->sp_lead_val);
-		if (start < r->sr_emit)
-			start = r->sr_emit;	/* defensive: see above */
-		if (http_buf_add(out, h->hb_p + r->sr_emit, start - r->sr_emit) ==
-		    -1 || http_buf_add(out, p->sp_repl, p->sp_repl_len) == -1)
-			return -1;
-		r->sr_emit = i + 1;
-		r->sr_state = SCAN_ROOT;
-		if (p->sp_trail_bits != 0) {
-			r->sr_trail_bits = p->sp_trail_bits;
-			r->sr_trail_val = p->sp_trail_val;
-			r->sr_trail_alpha = alpha;
 		}
-		r->sr_count++;
-		n++;
-		if (r->sr_fn != NULL) {
-			m.sm_id = set->ss_ent[p->sp_entry].se_id;
-			m.sm_enc = p->sp_enc;
-			m.sm_end = r->sr_off;
-			r->sr_fn(r->sr_arg, &m);
+		for (v = 0; v < SCAN_NVIEWS; v++) {
+			if ((rc = scan_redact_view(r, v, i, prev, r->sr_state, out,
+			    &resume)) == -1)
+				return -1;
+			if (rc == 1) {
+				scan_rview_reset(r);
+				i = resume - 1;		/* on from the match's end */
+				break;
+			}
 		}
 	}
 	r->sr_scanned = h->hb_len;
-	/* Emit all but what may still start a match (and the char before it). */
-	keep = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
-	if (h->hb_len > keep && h->hb_len - keep > r->sr_emit) {
-		if (http_buf_add(out, h->hb_p + r->sr_emit,
-		    h->hb_len - keep - r->sr_emit) == -1)
+	/* Emit all but what may still become a match (and the char before it). */
+	keep = scan_redact_keep(r);
+	if (keep > r->sr_emit) {
+		if (http_buf_add(out, h->hb_p + r->sr_emit, keep - r->sr_emit) == -1)
 			return -1;
-		r->sr_emit = h->hb_len - keep;
+		r->sr_emit = keep;
 	}
 	http_buf_drain(h, r->sr_emit);
+	r->sr_base += r->sr_emit;
 	r->sr_scanned -= r->sr_emit;
 	r->sr_emit = 0;
-	return n;
+	return (int)(r->sr_count - before);
 }
 
 int
@@ -905,9 +1255,9 @@ scan_redact_finish(struct scan_redact *r, struct http_buf *out)
 	http_buf_drain(h, h->hb_len);
 	r->sr_scanned = 0;
 	r->sr_emit = 0;
-	r->sr_state = SCAN_ROOT;
 	r->sr_trail_bits = 0;
-	r->sr_off = 0;
+	r->sr_base = 0;
+	scan_rview_reset(r);
 	return 0;
 }
 
