@@ -68,6 +68,8 @@ struct scan_node {
 	uint32_t	 sn_fail;
 	uint32_t	 sn_dict;	/* nearest node on the fail chain with an output */
 	uint32_t	 sn_out;	/* pattern ending here, or SCAN_NONE */
+	uint32_t	 sn_match;	/* sn_out, else the dictionary node's: the
+					   one load per byte of scan_output() */
 	uint32_t	 sn_depth;
 	uint32_t	 sn_edge;	/* first edge, or SCAN_NONE */
 };
@@ -252,6 +254,7 @@ scan_node_new(struct scan_set *set, uint32_t depth, uint32_t *out)
 	nd->sn_fail = SCAN_ROOT;
 	nd->sn_dict = SCAN_NONE;
 	nd->sn_out = SCAN_NONE;
+	nd->sn_match = SCAN_NONE;
 	nd->sn_depth = depth;
 	nd->sn_edge = SCAN_NONE;
 	*out = (uint32_t)set->ss_nnode++;
@@ -281,7 +284,7 @@ scan_trie_add(struct scan_set *set, const uint8_t *p, size_t n, uint32_t pi)
 		s = t;
 	}
 	if (set->ss_node[s].sn_out == SCAN_NONE)
-		set->ss_node[s].sn_out = pi;
+		set->ss_node[s].sn_out = set->ss_node[s].sn_match = pi;
 	if (n > set->ss_maxlen)
 		set->ss_maxlen = n;
 	return 0;
@@ -534,6 +537,10 @@ scan_set_build(struct scan_set *set)
 			set->ss_node[t].sn_fail = f;
 			set->ss_node[t].sn_dict = set->ss_node[f].sn_out !=
 			    SCAN_NONE ? f : set->ss_node[f].sn_dict;
+			if (set->ss_node[t].sn_out == SCAN_NONE &&
+			    set->ss_node[t].sn_dict != SCAN_NONE)
+				set->ss_node[t].sn_match = set->ss_node[
+				    set->ss_node[t].sn_dict].sn_out;
 			queue[qt++] = t;
 		}
 	}
@@ -544,18 +551,21 @@ scan_set_build(struct scan_set *set)
 	return rc;
 }
 
-/* One automaton step. */
+/* One automaton step (the arrays in locals: fewer loads, and fewer sanitizer checks). */
 static uint32_t
 scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 {
-	uint32_t t;
+	const struct scan_node *nd = set->ss_node;
+	const struct scan_edge *ed = set->ss_edge;
+	uint32_t e;
 
 	for (;;) {
 		if (s == SCAN_ROOT)
 			return set->ss_root[c];
-		if ((t = scan_child(set, s, c)) != SCAN_NONE)
-			return t;
-		s = set->ss_node[s].sn_fail;
+		for (e = nd[s].sn_edge; e != SCAN_NONE; e = ed[e].se_next)
+			if (ed[e].se_byte == c)
+				return ed[e].se_to;
+		s = nd[s].sn_fail;
 	}
 }
 
@@ -563,11 +573,7 @@ scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 static uint32_t
 scan_output(const struct scan_set *set, uint32_t s)
 {
-	if (set->ss_node[s].sn_out != SCAN_NONE)
-		return set->ss_node[s].sn_out;
-	if (set->ss_node[s].sn_dict != SCAN_NONE)
-		return set->ss_node[set->ss_node[s].sn_dict].sn_out;
-	return SCAN_NONE;
+	return set->ss_node[s].sn_match;
 }
 
 /* ---- decoded views ---- */
@@ -767,18 +773,55 @@ scan_stream_view(struct scan_stream *s, enum scan_view v, uint8_t c,
 	return 0;
 }
 
+/*
+ * The common case, both views in step with the raw bytes: runs the raw automaton
+ * alone (state *st) over p[i..n) up to the first byte that completes a match or
+ * is an escape character, which it leaves unfed.  Returns its index (n: none).
+ * Locals only in the loop: no loads through the set per byte.
+ */
+static size_t
+scan_plain_run(const struct scan_set *set, const uint8_t *p, size_t i, size_t n,
+    uint32_t *st)
+{
+	const struct scan_node *nd = set->ss_node;
+	uint32_t s = *st, t;
+
+	for (; i < n; i++) {
+		if (p[i] == '%' || p[i] == '\\')
+			break;
+		t = scan_step(set, s, p[i]);
+		if (nd[t].sn_match != SCAN_NONE)
+			break;
+		s = t;
+	}
+	*st = s;
+	return i;
+}
+
 int
 scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
     struct scan_match *m)
 {
 	const struct scan_set *set = s->ss_set;
 	uint32_t pi, prev;
-	size_t i;
+	size_t i, from;
+	uint8_t c;
 
 	if (set == NULL || !set->ss_built)
 		return 0;
 	for (i = 0; i < len; i++) {
-		uint8_t c = buf[i];
+		if (s->ss_pdec.vd_n == 0 && s->ss_jdec.vd_n == 0 &&
+		    s->ss_dec == s->ss_raw && s->ss_json == s->ss_raw) {
+			from = i;
+			i = scan_plain_run(set, buf, i, len, &s->ss_raw);
+			s->ss_dec = s->ss_json = s->ss_raw;
+			s->ss_off += i - from;
+			s->ss_dec_off += i - from;
+			s->ss_json_off += i - from;
+			if (i == len)
+				break;
+		}
+		c = buf[i];
 
 		s->ss_off++;
 		prev = s->ss_raw;
@@ -787,8 +830,18 @@ scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
 			s->ss_raw = SCAN_ROOT;
 			return scan_match_fill(set, pi, SCAN_ENC_RAW, s->ss_off, m);
 		}
-		if (scan_stream_view(s, SCAN_VIEW_PCT, c, prev, s->ss_raw, m) ||
-		    scan_stream_view(s, SCAN_VIEW_JSON, c, prev, s->ss_raw, m))
+		/* A view in step with the raw bytes stays so on a plain byte. */
+		if (s->ss_pdec.vd_n == 0 && s->ss_dec == prev && c != '%') {
+			s->ss_dec = s->ss_raw;
+			s->ss_dec_off++;
+		} else if (scan_stream_view(s, SCAN_VIEW_PCT, c, prev, s->ss_raw,
+		    m))
+			return 1;
+		if (s->ss_jdec.vd_n == 0 && s->ss_json == prev && c != '\\') {
+			s->ss_json = s->ss_raw;
+			s->ss_json_off++;
+		} else if (scan_stream_view(s, SCAN_VIEW_JSON, c, prev, s->ss_raw,
+		    m))
 			return 1;
 	}
 	return 0;
@@ -934,16 +987,25 @@ scan_subst_value(const struct scan_set *set, const uint8_t *value, size_t len,
 /*
  * A decoded view of the redactor's input: its decoder, its automaton state, and a
  * ring of the raw start offsets (low 32 bits of the offset in the stream) of its
- * last rv_cap decoded bytes, so a match found in the view maps back to the raw
- * bytes it covers.
+ * last rv_cap decoded bytes (a power of two, so the index is a mask), so a match found in the view maps back to the raw
+ * bytes it covers.  Most of the time a view is "in step": no escape begun, the
+ * same automaton state as the raw bytes, and each decoded byte since rv_k0 is the
+ * raw byte at rv_raw0 + (k - rv_k0); nothing is then done or stored per byte
+ * until the view's escape character comes (scan_rview_leave()).
  */
 struct scan_rview {
 	struct scan_vdec rv_dec;
-	uint32_t	 rv_state;
+	uint32_t	 rv_state;	/* when not in step */
+	int		 rv_sync;	/* in step */
+	uint64_t	 rv_k0;
+	uint64_t	 rv_raw0;
 	uint32_t	*rv_ring;
 	size_t		 rv_cap;
-	uint64_t	 rv_ndec;	/* decoded bytes since the last reset */
+	uint64_t	 rv_ndec;	/* decoded bytes since the last reset (when
+					   not in step) */
 };
+
+static const uint8_t scan_view_esc[SCAN_NVIEWS] = { '%', '\\' };
 
 struct scan_redact {
 	const struct scan_set *sr_set;
@@ -961,8 +1023,9 @@ struct scan_redact {
 	struct scan_rview sr_view[SCAN_NVIEWS];
 };
 
+/* Every automaton back to the root; raw stream offset at: the next byte. */
 static void
-scan_rview_reset(struct scan_redact *r)
+scan_rview_reset(struct scan_redact *r, uint64_t at)
 {
 	size_t v;
 
@@ -971,6 +1034,9 @@ scan_rview_reset(struct scan_redact *r)
 		r->sr_view[v].rv_dec.vd_n = 0;
 		r->sr_view[v].rv_state = SCAN_ROOT;
 		r->sr_view[v].rv_ndec = 0;
+		r->sr_view[v].rv_sync = 1;
+		r->sr_view[v].rv_k0 = 0;
+		r->sr_view[v].rv_raw0 = at;
 	}
 }
 
@@ -990,29 +1056,22 @@ scan_redact_new(const struct scan_set *set,
 	r->sr_set = set;
 	r->sr_fn = fn;
 	r->sr_arg = arg;
-	for (v = 0; v < SCAN_NVIEWS; v++) {
-		/* A match and the character before it. */
-		r->sr_view[v].rv_cap = set->ss_maxlen + 2;
-		if ((r->sr_view[v].rv_ring = calloc(r->sr_view[v].rv_cap,
-		    sizeof(uint32_t))) == NULL) {
-			scan_redact_free(r);
-			return NULL;
-		}
-	}
-	scan_rview_reset(r);
+	/* A match and the character before it; the rings come with the first escape. */
+	for (v = 0; v < SCAN_NVIEWS; v++)
+		for (r->sr_view[v].rv_cap = 1; r->sr_view[v].rv_cap <
+		    set->ss_maxlen + 2; r->sr_view[v].rv_cap *= 2)
+			;
+	scan_rview_reset(r, 0);
 	return r;
 }
 
 void
 scan_redact_free(struct scan_redact *r)
 {
-	size_t v;
-
 	if (r == NULL)
 		return;
 	http_buf_free(&r->sr_hold);
-	for (v = 0; v < SCAN_NVIEWS; v++)
-		free(r->sr_view[v].rv_ring);	/* offsets, no content */
+	free(r->sr_view[0].rv_ring);	/* both rings; offsets, no content */
 	OPENSSL_cleanse(r, sizeof(*r));
 	free(r);
 }
@@ -1117,6 +1176,51 @@ scan_hold_index(const struct scan_redact *r, uint32_t lo)
 }
 
 /*
+ * Hold index where decoded byte k of view rv began (a huge value if that byte has
+ * already left the hold).
+ */
+static size_t
+scan_rview_index(const struct scan_redact *r, const struct scan_rview *rv,
+    uint64_t k)
+{
+	if (rv->rv_sync && k >= rv->rv_k0)
+		return (size_t)(rv->rv_raw0 + (k - rv->rv_k0) - r->sr_base);
+	return scan_hold_index(r, rv->rv_ring[k & (rv->rv_cap - 1)]);
+}
+
+/*
+ * View rv leaves its step with the raw bytes before hold byte i (raw automaton
+ * state prev): its state, count and the ring entries a match may still reach (the
+ * automaton's depth, and one more) are written out.
+ */
+static int
+scan_rview_leave(struct scan_redact *r, struct scan_rview *rv, size_t i,
+    uint32_t prev)
+{
+	uint64_t k, ndec;
+	uint32_t *ring;
+	size_t v;
+
+	if (rv->rv_ring == NULL) {
+		if ((ring = calloc(SCAN_NVIEWS * rv->rv_cap, sizeof(*ring))) ==
+		    NULL)
+			return -1;
+		for (v = 0; v < SCAN_NVIEWS; v++)
+			r->sr_view[v].rv_ring = ring + v * rv->rv_cap;
+	}
+	ndec = rv->rv_k0 + (r->sr_base + i - rv->rv_raw0);
+	k = (uint64_t)r->sr_set->ss_node[prev].sn_depth + 1;
+	k = k < ndec - rv->rv_k0 ? ndec - k : rv->rv_k0;
+	for (; k < ndec; k++)
+		rv->rv_ring[k & (rv->rv_cap - 1)] = (uint32_t)(rv->rv_raw0 +
+		    (k - rv->rv_k0));
+	rv->rv_ndec = ndec;
+	rv->rv_state = prev;
+	rv->rv_sync = 0;
+	return 0;
+}
+
+/*
  * Feeds hold byte i to view v (raw automaton prev -> next).  Returns 1 after a
  * match (*resume: the hold index to go on from), 0 if none, -1 on error.
  */
@@ -1134,23 +1238,27 @@ scan_redact_view(struct scan_redact *r, int v, size_t i, uint32_t prev,
 	n = scan_vdec_byte(&rv->rv_dec, (enum scan_view)v, r->sr_hold.hb_p[i], o);
 	for (j = 0; j < n; j++) {
 		at = i - o[j].vo_back;
-		rv->rv_ring[rv->rv_ndec % rv->rv_cap] = (uint32_t)(r->sr_base + at);
+		rv->rv_ring[rv->rv_ndec & (rv->rv_cap - 1)] = (uint32_t)(r->sr_base + at);
 		rv->rv_ndec++;
 		rv->rv_state = scan_view_step(set, rv->rv_state, &o[j], prev, next);
 		if ((pi = scan_output(set, rv->rv_state)) == SCAN_NONE)
 			continue;
 		/* The match's first decoded byte, and the one before it. */
 		first = rv->rv_ndec - set->ss_pat[pi].sp_len;
-		start = scan_hold_index(r, rv->rv_ring[first % rv->rv_cap]);
+		start = scan_rview_index(r, rv, first);
 		end = at + o[j].vo_len;
 		lead = SIZE_MAX;
-		if (first >= 1 && scan_hold_index(r,
-		    rv->rv_ring[(first - 1) % rv->rv_cap]) + 1 == start)
+		if (first >= 1 && scan_rview_index(r, rv, first - 1) + 1 == start)
 			lead = start - 1;	/* a plain character */
 		if (scan_redact_hit(r, pi, v, start, end, lead, out) == -1)
 			return -1;
 		*resume = end;
 		return 1;
+	}
+	if (rv->rv_dec.vd_n == 0 && rv->rv_state == next) {
+		rv->rv_sync = 1;	/* back in step */
+		rv->rv_k0 = rv->rv_ndec;
+		rv->rv_raw0 = r->sr_base + i + 1;
 	}
 	return 0;
 }
@@ -1162,21 +1270,32 @@ scan_redact_keep(const struct scan_redact *r)
 	const struct scan_set *set = r->sr_set;
 	const struct scan_rview *rv;
 	size_t len = r->sr_hold.hb_len, from, k, x, v;
+	uint64_t ndec;
+	uint32_t st;
 
 	k = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
 	from = len > k ? len - k : 0;
 	for (v = 0; v < SCAN_NVIEWS; v++) {
 		rv = &r->sr_view[v];
+		/* In step for at least as long as the raw window: the same. */
+		if (rv->rv_sync && r->sr_base + len - rv->rv_raw0 >= k)
+			continue;
 		if (rv->rv_dec.vd_n > 0 && len - rv->rv_dec.vd_n < from)
 			from = len - rv->rv_dec.vd_n;
+		if (rv->rv_sync) {
+			st = r->sr_state;
+			ndec = rv->rv_k0 + (r->sr_base + len - rv->rv_raw0);
+		} else {
+			st = rv->rv_state;
+			ndec = rv->rv_ndec;
+		}
 		/* As for the raw bytes: the match so far and one byte more. */
-		k = (size_t)set->ss_node[rv->rv_state].sn_depth + 1;
-		if (k > rv->rv_ndec)
-			k = (size_t)rv->rv_ndec;
+		k = (size_t)set->ss_node[st].sn_depth + 1;
+		if (k > ndec)
+			k = (size_t)ndec;
 		if (k == 0)
 			continue;
-		x = scan_hold_index(r, rv->rv_ring[(rv->rv_ndec - k) %
-		    rv->rv_cap]);
+		x = scan_rview_index(r, rv, ndec - k);
 		if (x > len)
 			continue;	/* defensive: already out */
 		if (x < from)
@@ -1200,6 +1319,12 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 	if (http_buf_add(h, in, len) == -1)
 		return -1;
 	for (i = r->sr_scanned; i < h->hb_len; i++) {
+		if (r->sr_trail_bits == 0 && r->sr_view[SCAN_VIEW_PCT].rv_sync &&
+		    r->sr_view[SCAN_VIEW_JSON].rv_sync) {
+			i = scan_plain_run(set, h->hb_p, i, h->hb_len, &r->sr_state);
+			if (i == h->hb_len)
+				break;
+		}
 		if (r->sr_trail_bits != 0) {
 			scan_b64_patch(&h->hb_p[i], r->sr_trail_alpha,
 			    (uint8_t)(0x3f << (6 - r->sr_trail_bits) & 0x3f),
@@ -1215,15 +1340,22 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 			if (scan_redact_hit(r, pi, -1, i + 1 >= p->sp_len ?
 			    i + 1 - p->sp_len : 0, i + 1, lead, out) == -1)
 				return -1;
-			scan_rview_reset(r);
+			scan_rview_reset(r, r->sr_base + i + 1);
 			continue;
 		}
 		for (v = 0; v < SCAN_NVIEWS; v++) {
+			if (r->sr_view[v].rv_sync) {
+				if (h->hb_p[i] != scan_view_esc[v])
+					continue;	/* stays in step */
+				if (scan_rview_leave(r, &r->sr_view[v], i, prev) ==
+				    -1)
+					return -1;
+			}
 			if ((rc = scan_redact_view(r, v, i, prev, r->sr_state, out,
 			    &resume)) == -1)
 				return -1;
 			if (rc == 1) {
-				scan_rview_reset(r);
+				scan_rview_reset(r, r->sr_base + resume);
 				i = resume - 1;		/* on from the match's end */
 				break;
 			}
@@ -1257,7 +1389,7 @@ scan_redact_finish(struct scan_redact *r, struct http_buf *out)
 	r->sr_emit = 0;
 	r->sr_trail_bits = 0;
 	r->sr_base = 0;
-	scan_rview_reset(r);
+	scan_rview_reset(r, 0);
 	return 0;
 }
 
