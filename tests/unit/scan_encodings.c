@@ -400,7 +400,8 @@ test_redact(void)
 	    "\\u12 \\q \\\"q\\\"\"}");
 	redact_all(&in, NULL, "ordinary and broken escapes");
 	in.hb_len = 0;
-	hex(&in, "\x01\x02 binary \xff data, not secret", 30, 1);
+	hex(&in, "\x01\x02 binary \xff data, not secret",
+	    strlen("\x01\x02 binary \xff data, not secret"), 1);
 	redact_all(&in, NULL, "ordinary hex");
 	http_buf_free(&f);
 	http_buf_free(&in);
