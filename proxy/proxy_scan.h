@@ -166,9 +166,10 @@ int	scan_subst_value(const struct scan_set *set, const uint8_t *value,
  * of (longest pattern + 1) decoded bytes are held, i.e. 6 * (L + 1) + 5 bytes for
  * the longest pattern L (3 * the longest secret: its all-escaped percent form),
  * when every byte is written \u00XX; (L + 1) bytes for text without escapes.  Each
- * decoded view also keeps a ring of L + 2 raw offsets (4 bytes each), so a
- * redactor costs about 8 * L + 6 * L bytes at most.  The holding buffer is wiped
- * on free.  Replacement:
+ * of the two decoded views also keeps a ring of L + 2 raw offsets (4 bytes each,
+ * rounded up to a power of two), allocated at the first escape: a redactor costs
+ * at most about 16 * L + 6 * L bytes.  The holding buffer is wiped on free.
+ * Replacement:
  *	raw	-> the placeholder;
  *	hex	-> the placeholder in hex, same case;
  *	percent	-> a literal style: the placeholder, percent-encoded in the same
