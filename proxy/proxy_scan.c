@@ -581,13 +581,16 @@ scan_output(const struct scan_set *set, uint32_t s)
 static int
 scan_hexval(uint8_t c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	/* A table (value + 1, 0: not hex): escapes are much of what a fuzzer feeds. */
+	static const uint8_t val[256] = {
+		['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5,
+		['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+		['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
+		['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14,
+		['E'] = 15, ['F'] = 16,
+	};
+
+	return (int)val[c] - 1;
 }
 
 enum scan_view {
@@ -651,9 +654,8 @@ static size_t
 scan_vdec_byte(struct scan_vdec *d, enum scan_view v, uint8_t c,
     struct scan_vout *o)
 {
-	static const char jshort[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
 	unsigned int cp;
-	size_t n = 0, j;
+	size_t n = 0;
 	int h;
 
 	if (v == SCAN_VIEW_PCT) {
@@ -670,16 +672,35 @@ scan_vdec_byte(struct scan_vdec *d, enum scan_view v, uint8_t c,
 		return scan_vdec_restart(d, c, '%', o, n);
 	}
 	if (d->vd_n == 1) {
-		if (c == 'u') {
+		switch (c) {
+		case 'u':
 			d->vd_buf[d->vd_n++] = c;
 			return 0;
+		case '"':
+		case '\\':
+		case '/':
+			break;
+		case 'b':
+			c = '\b';
+			break;
+		case 'f':
+			c = '\f';
+			break;
+		case 'n':
+			c = '\n';
+			break;
+		case 'r':
+			c = '\r';
+			break;
+		case 't':
+			c = '\t';
+			break;
+		default:
+			return scan_vdec_restart(d, c, '\\', o, n);
 		}
-		for (j = 0; jshort[j] != '\0'; j += 2)
-			if (jshort[j] == c) {
-				d->vd_n = 0;
-				scan_vout_put(o, &n, (uint8_t)jshort[j + 1], 1, 2);
-				return n;
-			}
+		d->vd_n = 0;
+		scan_vout_put(o, &n, c, 1, 2);
+		return n;
 	} else if (d->vd_n >= 2 && scan_hexval(c) != -1) {
 		if (d->vd_n < 5) {
 			d->vd_buf[d->vd_n++] = c;
