@@ -77,7 +77,8 @@ struct scan_match {
 	int		 sm_id;		/* the entry's id */
 	enum scan_enc	 sm_enc;
 	uint64_t	 sm_end;	/* offset just past the match in the input
-					   stream (decoded stream for PCT) */
+					   stream (in the decoded view when found
+					   in one: PCT, JSON) */
 };
 
 struct scan_set;
@@ -112,8 +113,8 @@ struct scan_vdec {
 
 /*
  * Streaming detection (request bodies, or any sequence of buffers): state carried
- * between calls is three automaton positions and at most 5 bytes of a partial
- * escape, so a placeholder split across reads, chunks or TLS records is found,
+ * between calls is three automaton positions and, per decoded view, at most 5
+ * bytes of a partial escape, so a placeholder split across reads, chunks or TLS records is found,
  * even inside an escape.  The set must outlive the stream.  Plain struct: embed
  * it, no free needed.
  */
