@@ -551,7 +551,7 @@ scan_set_build(struct scan_set *set)
 	return rc;
 }
 
-/* One automaton step (the arrays in locals: fewer loads, and fewer sanitizer checks). */
+/* One automaton step (the arrays in locals: fewer loads, fewer sanitizer checks). */
 static uint32_t
 scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 {
@@ -1008,8 +1008,8 @@ scan_subst_value(const struct scan_set *set, const uint8_t *value, size_t len,
 /*
  * A decoded view of the redactor's input: its decoder, its automaton state, and a
  * ring of the raw start offsets (low 32 bits of the offset in the stream) of its
- * last rv_cap decoded bytes (a power of two, so the index is a mask), so a match found in the view maps back to the raw
- * bytes it covers.  Most of the time a view is "in step": no escape begun, the
+ * last rv_cap decoded bytes (a power of two: the index is a mask), so a match
+ * found in the view maps back to the raw bytes it covers.  Most of the time a view is "in step": no escape begun, the
  * same automaton state as the raw bytes, and each decoded byte since rv_k0 is the
  * raw byte at rv_raw0 + (k - rv_k0); nothing is then done or stored per byte
  * until the view's escape character comes (scan_rview_leave()).

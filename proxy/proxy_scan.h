@@ -114,9 +114,9 @@ struct scan_vdec {
 /*
  * Streaming detection (request bodies, or any sequence of buffers): state carried
  * between calls is three automaton positions and, per decoded view, at most 5
- * bytes of a partial escape, so a placeholder split across reads, chunks or TLS records is found,
- * even inside an escape.  The set must outlive the stream.  Plain struct: embed
- * it, no free needed.
+ * bytes of a partial escape, so a placeholder split across reads, chunks or TLS
+ * records is found, even inside an escape.  The set must outlive the stream.
+ * Plain struct: embed it, no free needed.
  */
 struct scan_stream {
 	const struct scan_set *ss_set;
