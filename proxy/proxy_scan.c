@@ -18,9 +18,20 @@
  * of N survives and the text still decodes with its alignment unchanged.  With
  * SCAN_NEEDLE_MIN = 8 the shortest middle is 10 characters (60 bits).
  *
+ * Decoded views.  Besides the raw bytes, every stream is run, through the same
+ * automaton, as two decoded views: percent-decoded (%XX) and JSON-unescaped (\X,
+ * \uXXXX to UTF-8).  A decoder's state is the bytes of the escape it has begun (at
+ * most 5); a broken escape passes literally.  While a view stands in the same
+ * automaton state as the raw bytes and the byte is not part of an escape, its
+ * next state is the raw one (no second walk): plain text costs one walk, not
+ * three.  The redactor keeps, per view, a ring of the raw offsets where its last
+ * decoded bytes began, so a match in a view maps back to the raw bytes it covers;
+ * after any match all automata restart just past it.
+ *
  * Redaction holds back the bytes that may still become a match: after each byte,
  * the automaton's depth (the longest suffix of the input that is a prefix of some
- * pattern) plus one (the character before a base64 middle).
+ * pattern) plus one (the character before a base64 middle), in raw bytes and in
+ * each view's decoded bytes (mapped back to raw offsets), and any escape begun.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,6 +69,8 @@ struct scan_node {
 	uint32_t	 sn_fail;
 	uint32_t	 sn_dict;	/* nearest node on the fail chain with an output */
 	uint32_t	 sn_out;	/* pattern ending here, or SCAN_NONE */
+	uint32_t	 sn_match;	/* sn_out, else the dictionary node's: the
+					   one load per byte of scan_output() */
 	uint32_t	 sn_depth;
 	uint32_t	 sn_edge;	/* first edge, or SCAN_NONE */
 };
@@ -242,6 +255,7 @@ scan_node_new(struct scan_set *set, uint32_t depth, uint32_t *out)
 	nd->sn_fail = SCAN_ROOT;
 	nd->sn_dict = SCAN_NONE;
 	nd->sn_out = SCAN_NONE;
+	nd->sn_match = SCAN_NONE;
 	nd->sn_depth = depth;
 	nd->sn_edge = SCAN_NONE;
 	*out = (uint32_t)set->ss_nnode++;
@@ -271,7 +285,7 @@ scan_trie_add(struct scan_set *set, const uint8_t *p, size_t n, uint32_t pi)
 		s = t;
 	}
 	if (set->ss_node[s].sn_out == SCAN_NONE)
-		set->ss_node[s].sn_out = pi;
+		set->ss_node[s].sn_out = set->ss_node[s].sn_match = pi;
 	if (n > set->ss_maxlen)
 		set->ss_maxlen = n;
 	return 0;
@@ -379,11 +393,12 @@ scan_add_b64(struct scan_set *set, size_t ent)
 
 /*
  * Percent-encodes in[n] into out (room for 3n): bytes in keep (and unreserved
- * ones when unres) stay, the rest become %XX in upper or lower case.
+ * ones when unres) stay, a space becomes '+' when plus (a form field), the rest
+ * become %XX in upper or lower case.
  */
 static size_t
 scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
-    int lower, uint8_t *out)
+    int plus, int lower, uint8_t *out)
 {
 	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
 	size_t i, o = 0;
@@ -391,7 +406,9 @@ scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
 
 	for (i = 0; i < n; i++) {
 		c = in[i];
-		if ((unres && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		if (plus && c == ' ')
+			out[o++] = '+';
+		else if ((unres && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
 		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
 		    c == '~')) || (c != '\0' && strchr(keep, c) != NULL))
 			out[o++] = c;
@@ -404,18 +421,37 @@ scan_pct_encode(const uint8_t *in, size_t n, int unres, const char *keep,
 	return o;
 }
 
-/* Literal percent-encodings of entry ent in the usual styles (see proxy_scan.h). */
+/* Hex of in[n] into out (room for 2n). */
+static void
+scan_hex_encode(const uint8_t *in, size_t n, int lower, uint8_t *out)
+{
+	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = (uint8_t)hex[in[i] >> 4];
+		out[2 * i + 1] = (uint8_t)hex[in[i] & 15];
+	}
+}
+
+/*
+ * Literal encodings of entry ent: percent-encodings in the usual styles (see
+ * proxy_scan.h), and hex in lower and upper case (the replacement in the same
+ * style or case).
+ */
 static int
-scan_add_pct(struct scan_set *set, size_t ent)
+scan_add_literal(struct scan_set *set, size_t ent)
 {
 	static const struct {
 		int		 unres;
 		const char	*keep;
+		int		 plus;
 	} styles[] = {
-		{ 1, "" },		/* RFC 3986 unreserved */
-		{ 1, "/" },		/* Python quote() */
-		{ 1, "!'()*" },		/* JavaScript encodeURIComponent() */
-		{ 0, "" },		/* everything escaped */
+		{ 1, "", 0 },		/* RFC 3986 unreserved */
+		{ 1, "/", 0 },		/* Python quote() */
+		{ 1, "!'()*", 0 },	/* JavaScript encodeURIComponent() */
+		{ 0, "", 0 },		/* everything escaped */
+		{ 1, "*", 1 },		/* HTML forms (WHATWG urlencoded) */
 	};
 	const struct scan_entry *e = &set->ss_ent[ent];
 	uint8_t *pat = NULL, *rep = NULL;
@@ -427,16 +463,27 @@ scan_add_pct(struct scan_set *set, size_t ent)
 		goto out;
 	for (s = 0; s < sizeof(styles) / sizeof(styles[0]); s++)
 		for (lower = 0; lower < 2; lower++) {
+			if (styles[s].plus && memchr(e->se_needle, ' ',
+			    e->se_n) == NULL)
+				continue;	/* the same as RFC 3986 */
 			pl = scan_pct_encode(e->se_needle, e->se_n, styles[s].unres,
-			    styles[s].keep, lower, pat);
-			if (pl == e->se_n)
+			    styles[s].keep, styles[s].plus, lower, pat);
+			if (pl == e->se_n && memcmp(pat, e->se_needle, pl) == 0)
 				continue;	/* nothing escaped: the raw form */
 			rl = scan_pct_encode(e->se_repl, e->se_rn, styles[s].unres,
-			    styles[s].keep, lower, rep);
+			    styles[s].keep, styles[s].plus, lower, rep);
 			if (scan_pat_add(set, ent, SCAN_ENC_PCT, pat, pl, rep, rl,
 			    NULL) == -1)
 				goto out;
 		}
+	for (lower = 1; lower >= 0; lower--) {
+		scan_hex_encode(e->se_needle, e->se_n, lower, pat);
+		scan_hex_encode(e->se_repl, e->se_rn, lower, rep);
+		/* Digits only: both cases spell the same pattern, one node. */
+		if (scan_pat_add(set, ent, SCAN_ENC_HEX, pat, 2 * e->se_n, rep,
+		    2 * e->se_rn, NULL) == -1)
+			goto out;
+	}
 	rc = 0;
  out:
 	scan_wipe_free(pat, cap);
@@ -461,7 +508,7 @@ scan_set_build(struct scan_set *set)
 		if (scan_pat_add(set, i, SCAN_ENC_RAW, set->ss_ent[i].se_needle,
 		    set->ss_ent[i].se_n, set->ss_ent[i].se_repl,
 		    set->ss_ent[i].se_rn, NULL) == -1 ||
-		    scan_add_b64(set, i) == -1 || scan_add_pct(set, i) == -1)
+		    scan_add_b64(set, i) == -1 || scan_add_literal(set, i) == -1)
 			goto out;
 	}
 	/* Breadth-first: fail and dictionary links, complete root transitions. */
@@ -491,6 +538,10 @@ scan_set_build(struct scan_set *set)
 			set->ss_node[t].sn_fail = f;
 			set->ss_node[t].sn_dict = set->ss_node[f].sn_out !=
 			    SCAN_NONE ? f : set->ss_node[f].sn_dict;
+			if (set->ss_node[t].sn_out == SCAN_NONE &&
+			    set->ss_node[t].sn_dict != SCAN_NONE)
+				set->ss_node[t].sn_match = set->ss_node[
+				    set->ss_node[t].sn_dict].sn_out;
 			queue[qt++] = t;
 		}
 	}
@@ -501,18 +552,21 @@ scan_set_build(struct scan_set *set)
 	return rc;
 }
 
-/* One automaton step. */
+/* One automaton step (the arrays in locals: fewer loads, fewer sanitizer checks). */
 static uint32_t
 scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 {
-	uint32_t t;
+	const struct scan_node *nd = set->ss_node;
+	const struct scan_edge *ed = set->ss_edge;
+	uint32_t e;
 
 	for (;;) {
 		if (s == SCAN_ROOT)
 			return set->ss_root[c];
-		if ((t = scan_child(set, s, c)) != SCAN_NONE)
-			return t;
-		s = set->ss_node[s].sn_fail;
+		for (e = nd[s].sn_edge; e != SCAN_NONE; e = ed[e].se_next)
+			if (ed[e].se_byte == c)
+				return ed[e].se_to;
+		s = nd[s].sn_fail;
 	}
 }
 
@@ -520,11 +574,158 @@ scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 static uint32_t
 scan_output(const struct scan_set *set, uint32_t s)
 {
-	if (set->ss_node[s].sn_out != SCAN_NONE)
-		return set->ss_node[s].sn_out;
-	if (set->ss_node[s].sn_dict != SCAN_NONE)
-		return set->ss_node[set->ss_node[s].sn_dict].sn_out;
-	return SCAN_NONE;
+	return set->ss_node[s].sn_match;
+}
+
+/* ---- decoded views ---- */
+
+enum scan_view {
+	SCAN_VIEW_PCT = 0,
+	SCAN_VIEW_JSON,
+};
+#define SCAN_NVIEWS	2
+
+/*
+ * One decoded byte and where it came from: it starts vo_back raw bytes before the
+ * byte just fed, and spans vo_len raw bytes (all the bytes of a UTF-8 sequence
+ * decoded from one \uXXXX share the escape's span).
+ */
+struct scan_vout {
+	uint8_t		 vo_byte;
+	uint8_t		 vo_back;
+	uint8_t		 vo_len;
+};
+#define SCAN_VOUT_MAX	7
+
+static void
+scan_vout_put(struct scan_vout *o, size_t *n, uint8_t c, size_t back, size_t len)
+{
+	o[*n].vo_byte = c;
+	o[*n].vo_back = (uint8_t)back;
+	o[*n].vo_len = (uint8_t)len;
+	(*n)++;
+}
+
+/* A broken escape: its bytes pass as themselves. */
+static void
+scan_vdec_flush(struct scan_vdec *d, struct scan_vout *o, size_t *n)
+{
+	size_t j;
+
+	for (j = 0; j < d->vd_n; j++)
+		scan_vout_put(o, n, d->vd_buf[j], d->vd_n - j, 1);
+	d->vd_n = 0;
+}
+
+/* After a broken escape (passed literally), c starts an escape or is itself. */
+static size_t
+scan_vdec_restart(struct scan_vdec *d, uint8_t c, uint8_t esc,
+    struct scan_vout *o, size_t n)
+{
+	scan_vdec_flush(d, o, &n);
+	if (c == esc)
+		d->vd_buf[d->vd_n++] = c;
+	else
+		scan_vout_put(o, &n, c, 0, 1);
+	return n;
+}
+
+/*
+ * Feeds raw byte c to the decoder of view v; fills o with the decoded bytes that
+ * are now complete and returns how many (0 .. SCAN_VOUT_MAX).  A broken escape
+ * passes literally; an escape is never longer than 6 bytes, so the state is the
+ * bytes of the escape seen so far.
+ */
+static size_t
+scan_vdec_byte(struct scan_vdec *d, enum scan_view v, uint8_t c,
+    struct scan_vout *o)
+{
+	unsigned int cp;
+	size_t n = 0;
+	int h;
+
+	if (v == SCAN_VIEW_PCT) {
+		if (d->vd_n > 0 && (h = hexdig_val(c)) != -1) {
+			if (d->vd_n == 1) {
+				d->vd_buf[d->vd_n++] = c;
+				return 0;
+			}
+			d->vd_n = 0;
+			scan_vout_put(o, &n, (uint8_t)(hexdig_val(d->vd_buf[1]) <<
+			    4 | h), 2, 3);
+			return n;
+		}
+		return scan_vdec_restart(d, c, '%', o, n);
+	}
+	if (d->vd_n == 1) {
+		switch (c) {
+		case 'u':
+			d->vd_buf[d->vd_n++] = c;
+			return 0;
+		case '"':
+		case '\\':
+		case '/':
+			break;
+		case 'b':
+			c = '\b';
+			break;
+		case 'f':
+			c = '\f';
+			break;
+		case 'n':
+			c = '\n';
+			break;
+		case 'r':
+			c = '\r';
+			break;
+		case 't':
+			c = '\t';
+			break;
+		default:
+			return scan_vdec_restart(d, c, '\\', o, n);
+		}
+		d->vd_n = 0;
+		scan_vout_put(o, &n, c, 1, 2);
+		return n;
+	} else if (d->vd_n >= 2 && hexdig_val(c) != -1) {
+		if (d->vd_n < 5) {
+			d->vd_buf[d->vd_n++] = c;
+			return 0;
+		}
+		cp = (unsigned int)(hexdig_val(d->vd_buf[2]) << 12 |
+		    hexdig_val(d->vd_buf[3]) << 8 | hexdig_val(d->vd_buf[4]) << 4 |
+		    hexdig_val(c));
+		d->vd_n = 0;
+		if (cp < 0x80)
+			scan_vout_put(o, &n, (uint8_t)cp, 5, 6);
+		else if (cp < 0x800) {
+			scan_vout_put(o, &n, (uint8_t)(0xc0 | cp >> 6), 5, 6);
+			scan_vout_put(o, &n, (uint8_t)(0x80 | (cp & 0x3f)), 5, 6);
+		} else {
+			scan_vout_put(o, &n, (uint8_t)(0xe0 | cp >> 12), 5, 6);
+			scan_vout_put(o, &n, (uint8_t)(0x80 | (cp >> 6 & 0x3f)), 5,
+			    6);
+			scan_vout_put(o, &n, (uint8_t)(0x80 | (cp & 0x3f)), 5, 6);
+		}
+		return n;
+	}
+	return scan_vdec_restart(d, c, '\\', o, n);
+}
+
+/*
+ * One step of a view's automaton over decoded byte vo.  A view is "in step" with
+ * the raw automaton when both stand in the same state (prev) and the decoded byte
+ * is the raw byte itself: it then reaches the raw automaton's new state (next)
+ * without a walk, which is the common case (text with no escapes) and costs
+ * nothing.
+ */
+static uint32_t
+scan_view_step(const struct scan_set *set, uint32_t vs, const struct scan_vout *vo,
+    uint32_t prev, uint32_t next)
+{
+	if (vs == prev && vo->vo_back == 0)
+		return next;
+	return scan_step(set, vs, vo->vo_byte);
 }
 
 /* ---- detection ---- */
@@ -536,6 +737,7 @@ scan_stream_init(struct scan_stream *s, const struct scan_set *set)
 	s->ss_set = set;
 	s->ss_raw = SCAN_ROOT;
 	s->ss_dec = SCAN_ROOT;
+	s->ss_json = SCAN_ROOT;
 }
 
 static int
@@ -545,27 +747,62 @@ scan_match_fill(const struct scan_set *set, uint32_t pi, enum scan_enc enc,
 	const struct scan_pat *p = &set->ss_pat[pi];
 
 	m->sm_id = set->ss_ent[p->sp_entry].se_id;
-	/* A raw pattern found in the decoded stream was percent-encoded. */
-	m->sm_enc = enc == SCAN_ENC_PCT && p->sp_enc == SCAN_ENC_RAW ?
-	    SCAN_ENC_PCT : p->sp_enc;
+	/* A raw pattern found in a decoded view was encoded that way. */
+	m->sm_enc = enc != SCAN_ENC_RAW && p->sp_enc == SCAN_ENC_RAW ? enc :
+	    p->sp_enc;
 	m->sm_end = end;
 	return 1;
 }
 
-/* Feeds one decoded byte to the decoded-stream automaton. */
+/* Feeds raw byte c (raw automaton at prev -> next) to one decoded view. */
 static int
-scan_dec_push(struct scan_stream *s, uint8_t c, struct scan_match *m)
+scan_stream_view(struct scan_stream *s, enum scan_view v, uint8_t c,
+    uint32_t prev, uint32_t next, struct scan_match *m)
 {
+	const struct scan_set *set = s->ss_set;
+	struct scan_vout o[SCAN_VOUT_MAX];
+	struct scan_vdec *d = v == SCAN_VIEW_PCT ? &s->ss_pdec : &s->ss_jdec;
+	uint32_t *st = v == SCAN_VIEW_PCT ? &s->ss_dec : &s->ss_json;
+	uint64_t *off = v == SCAN_VIEW_PCT ? &s->ss_dec_off : &s->ss_json_off;
+	size_t n, j;
 	uint32_t pi;
 
-	s->ss_dec = scan_step(s->ss_set, s->ss_dec, c);
-	s->ss_dec_off++;
-	if ((pi = scan_output(s->ss_set, s->ss_dec)) != SCAN_NONE) {
-		s->ss_dec = SCAN_ROOT;
-		return scan_match_fill(s->ss_set, pi, SCAN_ENC_PCT,
-		    s->ss_dec_off, m);
+	n = scan_vdec_byte(d, v, c, o);
+	for (j = 0; j < n; j++) {
+		*st = scan_view_step(set, *st, &o[j], prev, next);
+		(*off)++;
+		if ((pi = scan_output(set, *st)) != SCAN_NONE) {
+			*st = SCAN_ROOT;
+			return scan_match_fill(set, pi, v == SCAN_VIEW_PCT ?
+			    SCAN_ENC_PCT : SCAN_ENC_JSON, *off, m);
+		}
 	}
 	return 0;
+}
+
+/*
+ * The common case, both views in step with the raw bytes: runs the raw automaton
+ * alone (state *st) over p[i..n) up to the first byte that completes a match or
+ * is an escape character, which it leaves unfed.  Returns its index (n: none).
+ * Locals only in the loop: no loads through the set per byte.
+ */
+static size_t
+scan_plain_run(const struct scan_set *set, const uint8_t *p, size_t i, size_t n,
+    uint32_t *st)
+{
+	const struct scan_node *nd = set->ss_node;
+	uint32_t s = *st, t;
+
+	for (; i < n; i++) {
+		if (p[i] == '%' || p[i] == '\\')
+			break;
+		t = scan_step(set, s, p[i]);
+		if (nd[t].sn_match != SCAN_NONE)
+			break;
+		s = t;
+	}
+	*st = s;
+	return i;
 }
 
 int
@@ -573,44 +810,45 @@ scan_stream_feed(struct scan_stream *s, const uint8_t *buf, size_t len,
     struct scan_match *m)
 {
 	const struct scan_set *set = s->ss_set;
-	uint32_t pi;
-	size_t i;
-	int h, found;
+	uint32_t pi, prev;
+	size_t i, from;
+	uint8_t c;
 
 	if (set == NULL || !set->ss_built)
 		return 0;
 	for (i = 0; i < len; i++) {
-		uint8_t c = buf[i];
+		if (s->ss_pdec.vd_n == 0 && s->ss_jdec.vd_n == 0 &&
+		    s->ss_dec == s->ss_raw && s->ss_json == s->ss_raw) {
+			from = i;
+			i = scan_plain_run(set, buf, i, len, &s->ss_raw);
+			s->ss_dec = s->ss_json = s->ss_raw;
+			s->ss_off += i - from;
+			s->ss_dec_off += i - from;
+			s->ss_json_off += i - from;
+			if (i == len)
+				break;
+		}
+		c = buf[i];
 
 		s->ss_off++;
-		s->ss_raw = scan_step(set, s->ss_raw, c);
+		prev = s->ss_raw;
+		s->ss_raw = scan_step(set, prev, c);
 		if ((pi = scan_output(set, s->ss_raw)) != SCAN_NONE) {
 			s->ss_raw = SCAN_ROOT;
 			return scan_match_fill(set, pi, SCAN_ENC_RAW, s->ss_off, m);
 		}
-		/* The percent-decoded stream; a broken escape passes literally. */
-		found = 0;
-		if (s->ss_pct == 0) {
-			if (c == '%')
-				s->ss_pct = 1;
-			else
-				found = scan_dec_push(s, c, m);
-		} else if ((h = hexdig_val(c)) == -1) {
-			found = scan_dec_push(s, '%', m);
-			if (!found && s->ss_pct == 2)
-				found = scan_dec_push(s, s->ss_pct_hi, m);
-			s->ss_pct = c == '%' ? 1 : 0;
-			if (!found && c != '%')
-				found = scan_dec_push(s, c, m);
-		} else if (s->ss_pct == 1) {
-			s->ss_pct_hi = c;
-			s->ss_pct = 2;
-		} else {
-			s->ss_pct = 0;
-			found = scan_dec_push(s, (uint8_t)(hexdig_val(
-			    s->ss_pct_hi) << 4 | h), m);
-		}
-		if (found)
+		/* A view in step with the raw bytes stays so on a plain byte. */
+		if (s->ss_pdec.vd_n == 0 && s->ss_dec == prev && c != '%') {
+			s->ss_dec = s->ss_raw;
+			s->ss_dec_off++;
+		} else if (scan_stream_view(s, SCAN_VIEW_PCT, c, prev, s->ss_raw,
+		    m))
+			return 1;
+		if (s->ss_jdec.vd_n == 0 && s->ss_json == prev && c != '\\') {
+			s->ss_json = s->ss_raw;
+			s->ss_json_off++;
+		} else if (scan_stream_view(s, SCAN_VIEW_JSON, c, prev, s->ss_raw,
+		    m))
 			return 1;
 	}
 	return 0;
@@ -758,6 +996,29 @@ scan_subst_value(const struct scan_set *set, const uint8_t *value, size_t len,
 
 /* ---- redaction ---- */
 
+/*
+ * A decoded view of the redactor's input: its decoder, its automaton state, and a
+ * ring of the raw start offsets (low 32 bits of the offset in the stream) of its
+ * last rv_cap decoded bytes (a power of two: the index is a mask), so a match
+ * found in the view maps back to the raw bytes it covers.  Most of the time a view is "in step": no escape begun, the
+ * same automaton state as the raw bytes, and each decoded byte since rv_k0 is the
+ * raw byte at rv_raw0 + (k - rv_k0); nothing is then done or stored per byte
+ * until the view's escape character comes (scan_rview_leave()).
+ */
+struct scan_rview {
+	struct scan_vdec rv_dec;
+	uint32_t	 rv_state;	/* when not in step */
+	int		 rv_sync;	/* in step */
+	uint64_t	 rv_k0;
+	uint64_t	 rv_raw0;
+	uint32_t	*rv_ring;
+	size_t		 rv_cap;
+	uint64_t	 rv_ndec;	/* decoded bytes since the last reset (when
+					   not in step) */
+};
+
+static const uint8_t scan_view_esc[SCAN_NVIEWS] = { '%', '\\' };
+
 struct scan_redact {
 	const struct scan_set *sr_set;
 	void		(*sr_fn)(void *, const struct scan_match *);
@@ -769,15 +1030,34 @@ struct scan_redact {
 	int		 sr_trail_bits;	/* pending patch of the next char */
 	uint8_t		 sr_trail_val;
 	const char	*sr_trail_alpha;
-	uint64_t	 sr_off;
+	uint64_t	 sr_base;	/* stream offset of sr_hold's first byte */
 	uint64_t	 sr_count;
+	struct scan_rview sr_view[SCAN_NVIEWS];
 };
+
+/* Every automaton back to the root; raw stream offset at: the next byte. */
+static void
+scan_rview_reset(struct scan_redact *r, uint64_t at)
+{
+	size_t v;
+
+	r->sr_state = SCAN_ROOT;
+	for (v = 0; v < SCAN_NVIEWS; v++) {
+		r->sr_view[v].rv_dec.vd_n = 0;
+		r->sr_view[v].rv_state = SCAN_ROOT;
+		r->sr_view[v].rv_ndec = 0;
+		r->sr_view[v].rv_sync = 1;
+		r->sr_view[v].rv_k0 = 0;
+		r->sr_view[v].rv_raw0 = at;
+	}
+}
 
 struct scan_redact *
 scan_redact_new(const struct scan_set *set,
     void (*fn)(void *, const struct scan_match *), void *arg)
 {
 	struct scan_redact *r;
+	size_t v;
 
 	if (!set->ss_built) {
 		errno = EINVAL;
@@ -788,7 +1068,12 @@ scan_redact_new(const struct scan_set *set,
 	r->sr_set = set;
 	r->sr_fn = fn;
 	r->sr_arg = arg;
-	r->sr_state = SCAN_ROOT;
+	/* A match and the character before it; the rings come with the first escape. */
+	for (v = 0; v < SCAN_NVIEWS; v++)
+		for (r->sr_view[v].rv_cap = 1; r->sr_view[v].rv_cap <
+		    set->ss_maxlen + 2; r->sr_view[v].rv_cap *= 2)
+			;
+	scan_rview_reset(r, 0);
 	return r;
 }
 
@@ -798,6 +1083,7 @@ scan_redact_free(struct scan_redact *r)
 	if (r == NULL)
 		return;
 	http_buf_free(&r->sr_hold);
+	free(r->sr_view[0].rv_ring);	/* both rings; offsets, no content */
 	OPENSSL_cleanse(r, sizeof(*r));
 	free(r);
 }
@@ -819,6 +1105,217 @@ scan_b64_patch(uint8_t *c, const char *alpha, uint8_t mask, uint8_t val)
 	*c = (uint8_t)alpha[((unsigned int)v & ~mask & 0x3f) | (val & mask)];
 }
 
+/*
+ * Appends replacement p[n] as it must stand in view v: JSON (minimal escaping:
+ * '"', '\' and control bytes), percent (RFC 3986 unreserved kept), or as is.
+ */
+static int
+scan_repl_add(struct http_buf *out, int v, const uint8_t *p, size_t n)
+{
+	uint8_t e[6];
+	size_t i;
+	int el;
+
+	if (v == -1)
+		return http_buf_add(out, p, n);
+	for (i = 0; i < n; i++) {
+		el = 0;
+		if (v == SCAN_VIEW_JSON && (p[i] == '"' || p[i] == '\\')) {
+			e[0] = '\\';
+			e[1] = p[i];
+			el = 2;
+		} else if (v == SCAN_VIEW_JSON && p[i] < 0x20) {
+			memcpy(e, "\\u00", 4);
+			e[4] = (uint8_t)"0123456789abcdef"[p[i] >> 4];
+			e[5] = (uint8_t)"0123456789abcdef"[p[i] & 15];
+			el = 6;
+		} else if (v == SCAN_VIEW_PCT)
+			el = (int)scan_pct_encode(p + i, 1, 1, "", 0, 0, e);
+		if ((el == 0 ? http_buf_add(out, p + i, 1) :
+		    http_buf_add(out, e, (size_t)el)) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Replaces hold bytes [start, end) by pattern pi's replacement, seen in view v (-1:
+ * raw); lead: hold index of the character before the match whose low bits carry
+ * the secret's (base64), or SIZE_MAX.  The caller resets the automata.
+ */
+static int
+scan_redact_hit(struct scan_redact *r, uint32_t pi, int v, size_t start,
+    size_t end, size_t lead, struct http_buf *out)
+{
+	const struct scan_set *set = r->sr_set;
+	const struct scan_pat *p = &set->ss_pat[pi];
+	struct http_buf *h = &r->sr_hold;
+	struct scan_match m;
+	const char *alpha;
+
+	alpha = p->sp_enc == SCAN_ENC_B64URL ? scan_b64_url : scan_b64_std;
+	if (p->sp_lead_bits != 0 && lead != SIZE_MAX && lead >= r->sr_emit)
+		scan_b64_patch(&h->hb_p[lead], alpha,
+		    (uint8_t)((1u << p->sp_lead_bits) - 1), p->sp_lead_val);
+	if (start < r->sr_emit || start > end)
+		start = r->sr_emit;	/* defensive: the hold keeps it all */
+	if (http_buf_add(out, h->hb_p + r->sr_emit, start - r->sr_emit) == -1 ||
+	    scan_repl_add(out, v, p->sp_repl, p->sp_repl_len) == -1)
+		return -1;
+	r->sr_emit = end;
+	if (p->sp_trail_bits != 0) {
+		r->sr_trail_bits = p->sp_trail_bits;
+		r->sr_trail_val = p->sp_trail_val;
+		r->sr_trail_alpha = alpha;
+	}
+	r->sr_count++;
+	if (r->sr_fn != NULL) {
+		m.sm_id = set->ss_ent[p->sp_entry].se_id;
+		m.sm_enc = p->sp_enc;
+		if (v != -1 && p->sp_enc == SCAN_ENC_RAW)
+			m.sm_enc = v == SCAN_VIEW_PCT ? SCAN_ENC_PCT : SCAN_ENC_JSON;
+		m.sm_end = r->sr_base + end;
+		r->sr_fn(r->sr_arg, &m);
+	}
+	return 0;
+}
+
+/* Hold index of the stream offset whose low 32 bits are lo (within the hold). */
+static size_t
+scan_hold_index(const struct scan_redact *r, uint32_t lo)
+{
+	return (size_t)(uint32_t)(lo - (uint32_t)r->sr_base);
+}
+
+/*
+ * Hold index where decoded byte k of view rv began (a huge value if that byte has
+ * already left the hold).
+ */
+static size_t
+scan_rview_index(const struct scan_redact *r, const struct scan_rview *rv,
+    uint64_t k)
+{
+	if (rv->rv_sync && k >= rv->rv_k0)
+		return (size_t)(rv->rv_raw0 + (k - rv->rv_k0) - r->sr_base);
+	return scan_hold_index(r, rv->rv_ring[k & (rv->rv_cap - 1)]);
+}
+
+/*
+ * View rv leaves its step with the raw bytes before hold byte i (raw automaton
+ * state prev): its state, count and the ring entries a match may still reach (the
+ * automaton's depth, and one more) are written out.
+ */
+static int
+scan_rview_leave(struct scan_redact *r, struct scan_rview *rv, size_t i,
+    uint32_t prev)
+{
+	uint64_t k, ndec;
+	uint32_t *ring;
+	size_t v;
+
+	if (rv->rv_ring == NULL) {
+		if ((ring = calloc(SCAN_NVIEWS * rv->rv_cap, sizeof(*ring))) ==
+		    NULL)
+			return -1;
+		for (v = 0; v < SCAN_NVIEWS; v++)
+			r->sr_view[v].rv_ring = ring + v * rv->rv_cap;
+	}
+	ndec = rv->rv_k0 + (r->sr_base + i - rv->rv_raw0);
+	k = (uint64_t)r->sr_set->ss_node[prev].sn_depth + 1;
+	k = k < ndec - rv->rv_k0 ? ndec - k : rv->rv_k0;
+	for (; k < ndec; k++)
+		rv->rv_ring[k & (rv->rv_cap - 1)] = (uint32_t)(rv->rv_raw0 +
+		    (k - rv->rv_k0));
+	rv->rv_ndec = ndec;
+	rv->rv_state = prev;
+	rv->rv_sync = 0;
+	return 0;
+}
+
+/*
+ * Feeds hold byte i to view v (raw automaton prev -> next).  Returns 1 after a
+ * match (*resume: the hold index to go on from), 0 if none, -1 on error.
+ */
+static int
+scan_redact_view(struct scan_redact *r, int v, size_t i, uint32_t prev,
+    uint32_t next, struct http_buf *out, size_t *resume)
+{
+	const struct scan_set *set = r->sr_set;
+	struct scan_rview *rv = &r->sr_view[v];
+	struct scan_vout o[SCAN_VOUT_MAX];
+	size_t n, j, at, start, end, lead;
+	uint64_t first;
+	uint32_t pi;
+
+	n = scan_vdec_byte(&rv->rv_dec, (enum scan_view)v, r->sr_hold.hb_p[i], o);
+	for (j = 0; j < n; j++) {
+		at = i - o[j].vo_back;
+		rv->rv_ring[rv->rv_ndec & (rv->rv_cap - 1)] = (uint32_t)(r->sr_base + at);
+		rv->rv_ndec++;
+		rv->rv_state = scan_view_step(set, rv->rv_state, &o[j], prev, next);
+		if ((pi = scan_output(set, rv->rv_state)) == SCAN_NONE)
+			continue;
+		/* The match's first decoded byte, and the one before it. */
+		first = rv->rv_ndec - set->ss_pat[pi].sp_len;
+		start = scan_rview_index(r, rv, first);
+		end = at + o[j].vo_len;
+		lead = SIZE_MAX;
+		if (first >= 1 && scan_rview_index(r, rv, first - 1) + 1 == start)
+			lead = start - 1;	/* a plain character */
+		if (scan_redact_hit(r, pi, v, start, end, lead, out) == -1)
+			return -1;
+		*resume = end;
+		return 1;
+	}
+	if (rv->rv_dec.vd_n == 0 && rv->rv_state == next) {
+		rv->rv_sync = 1;	/* back in step */
+		rv->rv_k0 = rv->rv_ndec;
+		rv->rv_raw0 = r->sr_base + i + 1;
+	}
+	return 0;
+}
+
+/* The first hold index that may still be part of a match (or its lead char). */
+static size_t
+scan_redact_keep(const struct scan_redact *r)
+{
+	const struct scan_set *set = r->sr_set;
+	const struct scan_rview *rv;
+	size_t len = r->sr_hold.hb_len, from, k, x, v;
+	uint64_t ndec;
+	uint32_t st;
+
+	k = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
+	from = len > k ? len - k : 0;
+	for (v = 0; v < SCAN_NVIEWS; v++) {
+		rv = &r->sr_view[v];
+		/* In step for at least as long as the raw window: the same. */
+		if (rv->rv_sync && r->sr_base + len - rv->rv_raw0 >= k)
+			continue;
+		if (rv->rv_dec.vd_n > 0 && len - rv->rv_dec.vd_n < from)
+			from = len - rv->rv_dec.vd_n;
+		if (rv->rv_sync) {
+			st = r->sr_state;
+			ndec = rv->rv_k0 + (r->sr_base + len - rv->rv_raw0);
+		} else {
+			st = rv->rv_state;
+			ndec = rv->rv_ndec;
+		}
+		/* As for the raw bytes: the match so far and one byte more. */
+		k = (size_t)set->ss_node[st].sn_depth + 1;
+		if (k > ndec)
+			k = (size_t)ndec;
+		if (k == 0)
+			continue;
+		x = scan_rview_index(r, rv, ndec - k);
+		if (x > len)
+			continue;	/* defensive: already out */
+		if (x < from)
+			from = x;
+	}
+	return from;
+}
+
 int
 scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
     struct http_buf *out)
@@ -826,66 +1323,69 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 	const struct scan_set *set = r->sr_set;
 	struct http_buf *h = &r->sr_hold;
 	const struct scan_pat *p;
-	struct scan_match m;
-	const char *alpha;
-	uint32_t pi;
-	size_t i, start, keep;
-	int n = 0;
+	uint32_t pi, prev;
+	size_t i, keep, resume, lead;
+	uint64_t before = r->sr_count;
+	int v, rc;
 
 	if (http_buf_add(h, in, len) == -1)
 		return -1;
 	for (i = r->sr_scanned; i < h->hb_len; i++) {
+		if (r->sr_trail_bits == 0 && r->sr_view[SCAN_VIEW_PCT].rv_sync &&
+		    r->sr_view[SCAN_VIEW_JSON].rv_sync) {
+			i = scan_plain_run(set, h->hb_p, i, h->hb_len, &r->sr_state);
+			if (i == h->hb_len)
+				break;
+		}
 		if (r->sr_trail_bits != 0) {
 			scan_b64_patch(&h->hb_p[i], r->sr_trail_alpha,
 			    (uint8_t)(0x3f << (6 - r->sr_trail_bits) & 0x3f),
 			    r->sr_trail_val);
 			r->sr_trail_bits = 0;
 		}
-		r->sr_off++;
-		r->sr_state = scan_step(set, r->sr_state, h->hb_p[i]);
-		if ((pi = scan_output(set, r->sr_state)) == SCAN_NONE)
+		prev = r->sr_state;
+		r->sr_state = scan_step(set, prev, h->hb_p[i]);
+		if ((pi = scan_output(set, r->sr_state)) != SCAN_NONE) {
+			p = &set->ss_pat[pi];
+			/* The hold keeps depth + 1 bytes, so the match is all in it. */
+			lead = i + 1 > p->sp_len ? i - p->sp_len : SIZE_MAX;
+			if (scan_redact_hit(r, pi, -1, i + 1 >= p->sp_len ?
+			    i + 1 - p->sp_len : 0, i + 1, lead, out) == -1)
+				return -1;
+			scan_rview_reset(r, r->sr_base + i + 1);
 			continue;
-		p = &set->ss_pat[pi];
-		/* The hold keeps depth + 1 bytes, so the match is all in it. */
-		start = i + 1 >= p->sp_len ? i + 1 - p->sp_len : 0;
-		alpha = p->sp_enc == SCAN_ENC_B64URL ? scan_b64_url : scan_b64_std;
-		if (p->sp_lead_bits != 0 && start >= 1 && start - 1 >= r->sr_emit)
-			scan_b64_patch(&h->hb_p[start - 1], alpha,
-			    (uint8_t)((1u << p->sp_lead_bits) - 1), p->sp_lead_val);
-		if (start < r->sr_emit)
-			start = r->sr_emit;	/* defensive: see above */
-		if (http_buf_add(out, h->hb_p + r->sr_emit, start - r->sr_emit) ==
-		    -1 || http_buf_add(out, p->sp_repl, p->sp_repl_len) == -1)
-			return -1;
-		r->sr_emit = i + 1;
-		r->sr_state = SCAN_ROOT;
-		if (p->sp_trail_bits != 0) {
-			r->sr_trail_bits = p->sp_trail_bits;
-			r->sr_trail_val = p->sp_trail_val;
-			r->sr_trail_alpha = alpha;
 		}
-		r->sr_count++;
-		n++;
-		if (r->sr_fn != NULL) {
-			m.sm_id = set->ss_ent[p->sp_entry].se_id;
-			m.sm_enc = p->sp_enc;
-			m.sm_end = r->sr_off;
-			r->sr_fn(r->sr_arg, &m);
+		for (v = 0; v < SCAN_NVIEWS; v++) {
+			if (r->sr_view[v].rv_sync) {
+				if (h->hb_p[i] != scan_view_esc[v])
+					continue;	/* stays in step */
+				if (scan_rview_leave(r, &r->sr_view[v], i, prev) ==
+				    -1)
+					return -1;
+			}
+			if ((rc = scan_redact_view(r, v, i, prev, r->sr_state, out,
+			    &resume)) == -1)
+				return -1;
+			if (rc == 1) {
+				scan_rview_reset(r, r->sr_base + resume);
+				i = resume - 1;		/* on from the match's end */
+				break;
+			}
 		}
 	}
 	r->sr_scanned = h->hb_len;
-	/* Emit all but what may still start a match (and the char before it). */
-	keep = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
-	if (h->hb_len > keep && h->hb_len - keep > r->sr_emit) {
-		if (http_buf_add(out, h->hb_p + r->sr_emit,
-		    h->hb_len - keep - r->sr_emit) == -1)
+	/* Emit all but what may still become a match (and the char before it). */
+	keep = scan_redact_keep(r);
+	if (keep > r->sr_emit) {
+		if (http_buf_add(out, h->hb_p + r->sr_emit, keep - r->sr_emit) == -1)
 			return -1;
-		r->sr_emit = h->hb_len - keep;
+		r->sr_emit = keep;
 	}
 	http_buf_drain(h, r->sr_emit);
+	r->sr_base += r->sr_emit;
 	r->sr_scanned -= r->sr_emit;
 	r->sr_emit = 0;
-	return n;
+	return (int)(r->sr_count - before);
 }
 
 int
@@ -899,9 +1399,9 @@ scan_redact_finish(struct scan_redact *r, struct http_buf *out)
 	http_buf_drain(h, h->hb_len);
 	r->sr_scanned = 0;
 	r->sr_emit = 0;
-	r->sr_state = SCAN_ROOT;
 	r->sr_trail_bits = 0;
-	r->sr_off = 0;
+	r->sr_base = 0;
+	scan_rview_reset(r, 0);
 	return 0;
 }
 

@@ -13,26 +13,35 @@
  * Needles and replacements are copied; the copies are wiped (OPENSSL_cleanse) by
  * scan_set_free().  A built set is immutable and may be shared between threads.
  *
- * Encodings looked for, for each needle N (see proxy_scan.c for the details):
+ * Encodings looked for, for each needle N (see proxy_scan.c for the details, and
+ * README.md, "What the scanner covers", for the table):
  *	raw	N itself;
  *	base64	standard and URL-safe alphabets, N starting at each of the 3 byte
- *		alignments of a base64 group.  For alignment k the characters that
- *		depend on N's bits only (not on the bytes around it) are a fixed
- *		string, the "middle"; that is the pattern.  A needle must be long
- *		enough for the middle to be distinctive (SCAN_NEEDLE_MIN);
- *	percent	detection: every stream is also scanned percent-decoded (any subset
- *		of bytes escaped, either hex case), raw and base64 patterns alike;
- *		redaction: the usual escaping styles (RFC 3986 unreserved kept;
- *		also keeping '/', keeping JavaScript's !'()*, everything escaped)
- *		with upper- and lower-case hex, as literal patterns.
- * Not covered (documented limits): other transforms (hex, JSON \u escapes,
- * compression, reversal, base64 broken by line breaks), a needle split across
- * separate messages, and partial echoes (an origin returning only part of a
- * secret, e.g. through a Range request).  Where one needle contains another, the
- * match that ends first wins.  Secret values shorter than SCAN_NEEDLE_MIN cannot
- * be added (a short value would be redacted all over ordinary text and its
- * base64 middles would be too short to mean anything): the caller must refuse
- * to inject such a secret rather than inject it unguarded.
+ *		alignments of a base64 group, padded or not.  For alignment k the
+ *		characters that depend on N's bits only (not on the bytes around
+ *		it) are a fixed string, the "middle"; that is the pattern.  A needle
+ *		must be long enough for the middle to be distinctive
+ *		(SCAN_NEEDLE_MIN);
+ *	hex	N's bytes as two hex digits each, all lower or all upper case;
+ *	percent	literal patterns for the usual escaping styles (RFC 3986
+ *		unreserved kept; also keeping '/', keeping JavaScript's !'()*,
+ *		everything escaped; a needle with a space also as a form field,
+ *		space as '+'), upper- and lower-case hex; and a percent-decoded
+ *		view of every stream (any subset of bytes escaped, either case);
+ *	JSON	a JSON-unescaped view of every stream: \" \\ \/ \b \f \n \r \t and
+ *		\uXXXX (either case; decoded to UTF-8) for any subset of the bytes.
+ * Every pattern (raw, base64, hex, percent literals) is also looked for in both
+ * decoded views, so e.g. base64 whose '/' a JSON encoder wrote as \/ is found.
+ * Not covered (documented limits): a second layer of encoding beyond those
+ * (percent inside JSON, hex of base64, ...), mixed-case hex, base64 broken by
+ * line breaks, \u surrogate pairs (characters beyond U+FFFF), compression,
+ * ciphers, reversal, a needle split across separate messages, and partial
+ * echoes (an origin returning only part of a secret, e.g. through a Range
+ * request).  Where one needle contains another, the match that ends first wins.
+ * Secret values shorter than SCAN_NEEDLE_MIN cannot be added (a short value would
+ * be redacted all over ordinary text and its base64 middles would be too short to
+ * mean anything): the caller must refuse to inject such a secret rather than
+ * inject it unguarded.
  *
  * Typical use: header values - scan_subst_value() where the rule allows it, then
  * scan_find() over the result (what is left in another encoding is exfiltration);
@@ -60,13 +69,16 @@ enum scan_enc {
 	SCAN_ENC_B64,		/* standard alphabet */
 	SCAN_ENC_B64URL,	/* URL-safe alphabet */
 	SCAN_ENC_BASIC,		/* inside a decoded Authorization: Basic value */
+	SCAN_ENC_HEX,		/* hex digits, lower or upper case */
+	SCAN_ENC_JSON,		/* found in the JSON-unescaped view */
 };
 
 struct scan_match {
 	int		 sm_id;		/* the entry's id */
 	enum scan_enc	 sm_enc;
 	uint64_t	 sm_end;	/* offset just past the match in the input
-					   stream (decoded stream for PCT) */
+					   stream (in the decoded view when found
+					   in one: PCT, JSON) */
 };
 
 struct scan_set;
@@ -91,19 +103,31 @@ int	scan_set_build(struct scan_set *set);
 void	scan_set_free(struct scan_set *set);
 
 /*
+ * A decoder of one view (percent or JSON escapes) of a stream: the raw bytes of an
+ * escape not yet complete.  Internal to proxy_scan.c; here because it is embedded.
+ */
+struct scan_vdec {
+	uint8_t		 vd_n;		/* bytes in vd_buf */
+	uint8_t		 vd_buf[6];	/* "%X", or "\", "\u", "\uX" .. "\uXXX" */
+};
+
+/*
  * Streaming detection (request bodies, or any sequence of buffers): state carried
- * between calls is a few automaton positions and a partial %XX escape, so a
- * placeholder split across reads, chunks or TLS records is found.  The set must
- * outlive the stream.  Plain struct: embed it, no free needed.
+ * between calls is three automaton positions and, per decoded view, at most 5
+ * bytes of a partial escape, so a placeholder split across reads, chunks or TLS
+ * records is found, even inside an escape.  The set must outlive the stream.
+ * Plain struct: embed it, no free needed.
  */
 struct scan_stream {
 	const struct scan_set *ss_set;
 	uint32_t	 ss_raw;	/* automaton state over the raw bytes */
 	uint32_t	 ss_dec;	/* ... over the percent-decoded bytes */
-	int		 ss_pct;	/* 0, or 1/2 bytes of "%X" seen */
-	uint8_t		 ss_pct_hi;
+	uint32_t	 ss_json;	/* ... over the JSON-unescaped bytes */
+	struct scan_vdec ss_pdec;	/* partial %XX */
+	struct scan_vdec ss_jdec;	/* partial JSON escape */
 	uint64_t	 ss_off;	/* raw bytes fed so far */
-	uint64_t	 ss_dec_off;	/* decoded bytes so far */
+	uint64_t	 ss_dec_off;	/* percent-decoded bytes so far */
+	uint64_t	 ss_json_off;	/* JSON-unescaped bytes so far */
 };
 
 void	scan_stream_init(struct scan_stream *s, const struct scan_set *set);
@@ -140,15 +164,30 @@ int	scan_subst_value(const struct scan_set *set, const uint8_t *value,
  * Streaming redaction (set: secret -> placeholder).  Output is appended to a
  * struct http_buf the caller drains; bytes that could still be the start of a secret
  * (in any form) are held back until they cannot, so a secret split across reads or
- * chunks is replaced and never emitted in part.  At most (longest pattern + 1) bytes
- * are held; the holding buffer is wiped on free.  Replacement:
+ * chunks is replaced and never emitted in part.  Lookahead: at most the raw bytes
+ * of (longest pattern + 1) decoded bytes are held, i.e. 6 * (L + 1) + 5 bytes for
+ * the longest pattern L (3 * the longest secret: its all-escaped percent form),
+ * when every byte is written \u00XX; (L + 1) bytes for text without escapes.  Each
+ * of the two decoded views also keeps a ring of L + 2 raw offsets (4 bytes each,
+ * rounded up to a power of two), allocated at the first escape: a redactor costs
+ * at most about 16 * L + 6 * L bytes.  The holding buffer is wiped on free.
+ * Replacement:
  *	raw	-> the placeholder;
- *	percent	-> the placeholder, percent-encoded in the same style;
+ *	hex	-> the placeholder in hex, same case;
+ *	percent	-> a literal style: the placeholder, percent-encoded in the same
+ *		   style; found in the percent-decoded view (mixed escaping): the
+ *		   bytes from the first to the last of the match become the
+ *		   placeholder, RFC 3986 unreserved kept, the rest %XX;
+ *	JSON	-> (found in the JSON-unescaped view) the bytes from the first to the
+ *		   last of the match become the placeholder (or, for base64 or hex,
+ *		   the replacement below), '"', '\\' and control bytes escaped;
  *	base64	-> the same number of characters: the secret's bits are overwritten
  *		   with those of a filler of the secret's length (the placeholder
  *		   repeated), including the bits the secret shares with the character
  *		   before and after the match.  The base64 text keeps its length and
- *		   alignment, decodes cleanly, and holds no bit of the secret.
+ *		   alignment, decodes cleanly, and holds no bit of the secret
+ *		   (except, in a decoded view, the 2 or 4 bits in a neighbouring
+ *		   character that is itself escaped, e.g. a \/ after the middle).
  * The output length differs from the input's, so the caller re-frames the body
  * (chunked towards a 1.1 client, or until-close for 1.0) and drops Content-Length.
  */

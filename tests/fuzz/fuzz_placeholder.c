@@ -6,8 +6,9 @@
  *	- detection over a stream cut at a point chosen from the input agrees with
  *	  detection over the whole;
  *	- redaction gives the same output whole, cut, and byte by byte, and never
- *	  emits the canary (its alphabet is disjoint from the placeholder's, so no
- *	  replacement can complete it).
+ *	  emits the canary, raw or in hex (its alphabet is disjoint from the
+ *	  placeholder's, so no replacement can complete it).  Whole, cut and byte by
+ *	  byte agreeing is what checks the decoded views' lookahead.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ int	LLVMFuzzerInitialize(int *, char ***);
 /* lower case, '/', and bytes no placeholder or base64 text has */
 static const char canary[] = "zq\xff" "canary/secret\x01";
 static const char canary_ph[] = "PH.CANARY.REDACTED";
+static const char canary_hex[] = "7a71ff63616e6172792f73656372657401";
 
 static struct scan_set *phs, *secs;
 
@@ -114,7 +116,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (out.hb_len > 0 && (memcmp(o2.hb_p, out.hb_p, out.hb_len) != 0 ||
 	    memcmp(o3.hb_p, out.hb_p, out.hb_len) != 0)))
 		abort();
-	if (has(out.hb_p, out.hb_len, canary))
+	if (has(out.hb_p, out.hb_len, canary) ||
+	    has(out.hb_p, out.hb_len, canary_hex))
 		abort();
 	http_buf_free(&out);
 	http_buf_free(&o2);

@@ -9,7 +9,10 @@
 #  - a response with two Content-Encoding fields, "identity" then "gzip": only the
 #    first was looked at, so a compressed (unscannable) echo passed;
 #  - a placeholder as a header *name* or as the request *method*: only values and
-#    the target were scanned, so it went out unblocked and unaudited.
+#    the target were scanned, so it went out unblocked and unaudited;
+#  - encoded echoes (issue 11): an origin echoing the injected secret hex-encoded
+#    gave it to the VM, and a placeholder written with JSON \u escapes in a body
+#    went out.
 # Since every inspected response is redacted while any secret is loaded, Range is
 # stripped on every inspected rule, not only on injecting ones.
 set -u
@@ -85,6 +88,25 @@ code=$(vcurl -o "$T/ce2" -w '%{http_code}' https://api.test/echo-ce2)
 ok $? "Content-Encoding identity then gzip on a redacting rule: 502 ($code)"
 ! grep -q -- "$CANARY" "$T/ce2"
 ok $? "... and not one byte of the echo reached the VM"
+
+# --- encoded echoes ----------------------------------------------------------------
+hexof() { printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n'; }
+out=$(vcurl https://api.test/echo-hex)
+echo "$out" | grep -q -- "$(hexof "Bearer $PH")"
+ok $? "a hex echo of the injected header comes back with the placeholder, in hex"
+! echo "$out" | grep -qi -- "$(hexof "$CANARY")" && grep -q "Bearer $CANARY" "$T/rec-api.test"
+ok $? "... the origin got the secret, the VM not its hex"
+JPH='\u0041IRLOCK_PH\u005fREDTEAM_0123456789abcdef'
+code=$(vcurl -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary "{\"t\":\"$JPH\"}" https://other.test/echo)
+[ "$code" = 403 ] && audit_has '"dst":"other.test:443".*"reason":"placeholder_in_body".*"secret":"canary"'
+ok $? "a placeholder in JSON \\u escapes in a body: 403 + exfil ($code)"
+! grep -qF -- "REDTEAM_0123456789abcdef" "$T/rec-other.test"
+ok $? "... the origin never saw it"
+code=$(vcurl -o /dev/null -w '%{http_code}' --data-binary '{"t":"\u0041IRLOCK \/ok"}' \
+    https://other.test/)
+[ "$code" = 200 ]
+ok $? "an ordinary JSON body with escapes still passes ($code)"
 
 # --- a placeholder where only values were scanned ----------------------------------
 code=$(vcurl -o /dev/null -w '%{http_code}' -H "$PH: 1" http://plain.test/)

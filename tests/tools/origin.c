@@ -13,7 +13,8 @@
  * "/echo..." reflects the request: the answer's body is the request head as received
  * and its Content-Length body; "/echo-chunked" sends it chunked in 7-byte chunks (so
  * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip,
- * "/echo-ce2" with two fields, "identity" then "gzip".
+ * "/echo-ce2" with two fields, "identity" then "gzip", "/echo-hex" in lower-case hex
+ * (an origin that echoes what it got hex-encoded).
  * "GET /ws" answers 101 (websocket) and then echoes raw bytes, like banner.
  * "GET /reflect/reason/TEXT" answers with TEXT as its reason phrase,
  * "GET /reflect/field/TEXT" with a field named TEXT (TEXT: up to 200 bytes of the
@@ -94,11 +95,12 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 	char hdr[256], *cl, *body = NULL;
 	unsigned long long blen = 0;
 	size_t got, total, off, k;
-	int n, chunked, gzip;
+	int n, chunked, gzip, hex;
 
 	chunked = strncmp(strchr(req, '/'), "/echo-chunked", 13) == 0;
 	gzip = strncmp(strchr(req, '/'), "/echo-gzip", 10) == 0 ? 1 :
 	    strncmp(strchr(req, '/'), "/echo-ce2", 9) == 0 ? 2 : 0;
+	hex = strncmp(strchr(req, '/'), "/echo-hex", 9) == 0;
 	req[headlen - 2] = '\0';
 	if ((cl = strcasestr(req, "\r\ncontent-length:")) != NULL)
 		blen = strtoull(cl + 17, NULL, 10);
@@ -119,6 +121,18 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 	}
 	*have = 0;
 	(void)reqlen;
+	if (hex) {
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %zu"
+		    "\r\nConnection: close\r\n\r\n", 2 * total);
+		if (io_write(hdr, strlen(hdr)) == -1)
+			goto out;
+		for (off = 0; off < total; off++) {
+			snprintf(hdr, sizeof(hdr), "%02x", (unsigned char)body[off]);
+			if (io_write(hdr, 2) == -1)
+				goto out;
+		}
+		goto out;
+	}
 	if (chunked) {
 		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
 		    "chunked\r\nX-Echo: %.100s\r\nConnection: close\r\n\r\n",
