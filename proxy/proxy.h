@@ -184,8 +184,6 @@ int	proxy_map_addr_to_name(struct proxy_map *m, const struct netaddr *a,
 	    char *out, size_t outlen);
 /* Live mappings (for stats and tests). */
 size_t	proxy_map_count(struct proxy_map *m);
-/* SipHash-2-4 of len bytes under a 16-byte key (keyed tables fed by the VM). */
-uint64_t proxy_siphash(const uint8_t key[16], const void *data, size_t len);
 
 /* proxy_dns.c: policy DNS over UDP and TCP on the dns_port (fds bound by proxy.c) */
 struct proxy_dns;
