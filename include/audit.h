@@ -81,6 +81,7 @@ struct audit_record {
 	const struct audit_kv *ar_extra; /* ar_nextra extra fields */
 	size_t		 ar_nextra;
 	long long	 ar_ts_ms;	/* ms since the epoch; 0 (default): now */
+	int		 ar_aggregate;	/* a denial: aggregate (see audit_write()) */
 };
 #define AUDIT_RECORD_INIT { .ar_status = -1, .ar_bytes_up = -1, \
 	.ar_bytes_down = -1, .ar_ms = -1 }
@@ -133,8 +134,34 @@ struct audit_log *audit_open_keyed(const char *path, enum audit_fsync fs,
  * names a standard field, too many extra fields or inject names), EIO if an earlier
  * failed write could not be undone (the log then refuses every write), or the errno
  * of write/fsync.  A failed write leaves the file and the chain as they were.
+ * When the policy asks for an fsync, the call returns once the record is on disk:
+ * it waits (outside the log's mutex) for one fdatasync() that covers every record
+ * written before it (group commit).
+ *
+ * A denial (decision "deny", a reason) with ar_aggregate is aggregated per
+ * (sandbox, reason, dst) and second of its ts: the first of a second is written
+ * (and synced) at once; the others are only counted, and the count goes out as
+ * "suppressed":N in the key's next written record, or in a record of its own
+ * (event "deny" with sandbox, dst, reason, "suppressed":N, "aggregate":"flush", no
+ * src) written by audit_flush().  The written denials plus every "suppressed" are
+ * exactly the denials.  An aggregated denial that cannot be written (full disk) is
+ * counted the same way and the call returns 0; audit_error() says the log is failing.
+ * The table is bounded (4096 keys, a keyed hash): a key that finds no room writes
+ * the oldest aggregate of its set first (if even that fails, its count goes out
+ * later as reason "aggregate_overflow", without sandbox and dst).
  */
 int	audit_write(struct audit_log *log, const struct audit_record *r);
+/*
+ * Writes the counts of aggregates whose second is over (all of them with all != 0;
+ * audit_close() does that) and fsyncs them per policy.  Call it about once a second.
+ * Returns 0, or -1 with errno when a record could not be written (it stays counted).
+ */
+int	audit_flush(struct audit_log *log, int all);
+/*
+ * 0 while the log writes, else the errno of the last failed write (ENOSPC, EIO,
+ * ...) until a write succeeds again; a failed fdatasync() stays for good.
+ */
+int	audit_error(struct audit_log *log);
 /*
  * After the file was renamed away (logrotate), opens path anew and continues the
  * chain there.  Refuses (-1, err) if what is on disk does not end where this log's
