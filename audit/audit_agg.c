@@ -17,16 +17,16 @@
 
 #define AGG_WAYS	8
 
-struct audit_agg {
+struct audit_agg_table {
 	uint8_t			 ag_key[16];
 	size_t			 ag_nsets;	/* a power of two */
 	struct audit_agg_slot	*ag_slots;	/* ag_nsets * AGG_WAYS */
 };
 
-struct audit_agg *
+struct audit_agg_table *
 audit_agg_new(size_t nslots)
 {
-	struct audit_agg *ag;
+	struct audit_agg_table *ag;
 	size_t sets = 1;
 
 	while (sets * AGG_WAYS < nslots)
@@ -45,7 +45,7 @@ audit_agg_new(size_t nslots)
 }
 
 void
-audit_agg_free(struct audit_agg *ag)
+audit_agg_free(struct audit_agg_table *ag)
 {
 	if (ag == NULL)
 		return;
@@ -74,7 +74,7 @@ agg_slot_is(const struct audit_agg_slot *s, const struct audit_agg_slot *k)
 }
 
 struct audit_agg_slot *
-audit_agg_find(struct audit_agg *ag, const char *sb, const char *reason,
+audit_agg_find(struct audit_agg_table *ag, const char *sb, const char *reason,
     const char *dst, struct audit_agg_slot **victim)
 {
 	struct audit_agg_slot k, *set, *free_slot = NULL, *old = NULL;
@@ -116,7 +116,7 @@ audit_agg_slot_take(struct audit_agg_slot *s, const char *sb, const char *reason
 }
 
 struct audit_agg_slot *
-audit_agg_next(struct audit_agg *ag, size_t *i)
+audit_agg_next(struct audit_agg_table *ag, size_t *i)
 {
 	while (*i < ag->ag_nsets * AGG_WAYS) {
 		struct audit_agg_slot *s = &ag->ag_slots[(*i)++];

@@ -34,22 +34,22 @@ struct audit_agg_slot {
 };
 
 /* audit_agg.c */
-struct audit_agg;
+struct audit_agg_table;
 /* A table of at least nslots slots (random hash key); NULL on ENOMEM.  audit_agg_free(). */
-struct audit_agg *audit_agg_new(size_t nslots);
-void	audit_agg_free(struct audit_agg *ag);
+struct audit_agg_table *audit_agg_new(size_t nslots);
+void	audit_agg_free(struct audit_agg_table *ag);
 /*
  * The slot of (sb, reason, dst): the one in use, or a free one taken for it (as_sec
  * and as_pending 0).  NULL when the key's set is full: *victim is then its slot
  * with the oldest as_sec, to be emptied and retaken with audit_agg_slot_take().
  */
-struct audit_agg_slot *audit_agg_find(struct audit_agg *ag, const char *sb,
+struct audit_agg_slot *audit_agg_find(struct audit_agg_table *ag, const char *sb,
 	    const char *reason, const char *dst, struct audit_agg_slot **victim);
 /* Makes s the (free) slot of (sb, reason, dst). */
 void	audit_agg_slot_take(struct audit_agg_slot *s, const char *sb,
 	    const char *reason, const char *dst);
 /* The next slot in use from *i (start at 0), or NULL at the end. */
-struct audit_agg_slot *audit_agg_next(struct audit_agg *ag, size_t *i);
+struct audit_agg_slot *audit_agg_next(struct audit_agg_table *ag, size_t *i);
 
 /* audit_verify.c */
 /*

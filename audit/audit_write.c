@@ -46,7 +46,7 @@ struct audit_log {
 	size_t		 lg_keylen;
 	int		 lg_err;	/* atomic: errno of the last failure, 0 after a good write */
 	int		 lg_err_sync;	/* lg_err came from fdatasync: it stays */
-	struct audit_agg *lg_agg;	/* denial aggregates */
+	struct audit_agg_table *lg_agg;	/* denial aggregates */
 	long long	 lg_agg_lost;	/* denials with no slot (set full, disk failing) */
 	/* Group commit (lg_sync_mtx; taken without lg_mtx held, or after it). */
 	pthread_mutex_t	 lg_sync_mtx;
@@ -901,7 +901,7 @@ log_agg_emit(struct audit_log *log, struct audit_agg_slot *s, long long ts_ms)
 static int
 record_is_aggregated(const struct audit_record *r)
 {
-	return r->ar_aggregate && r->ar_reason != NULL && r->ar_decision != NULL &&
+	return r->ar_aggregate != AUDIT_AGG_NONE && r->ar_reason != NULL && r->ar_decision != NULL &&
 	    strcmp(r->ar_decision, "deny") == 0;
 }
 
@@ -920,7 +920,8 @@ log_append_agg(struct audit_log *log, const struct audit_record *r, long long ts
 	struct audit_agg_slot *s, *victim;
 	struct audit_record cp = *r;
 	const char *sb = r->ar_sandbox != NULL ? r->ar_sandbox : "";
-	const char *dst = r->ar_dst != NULL ? r->ar_dst : "";
+	const char *dst = r->ar_dst != NULL && r->ar_aggregate == AUDIT_AGG_DST ?
+	    r->ar_dst : "";
 	long long sec = ts_ms / 1000 + 1;	/* never 0, a new slot's */
 
 	*seq = 0;

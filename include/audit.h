@@ -50,6 +50,14 @@ enum audit_event {
 	AUDIT_EV_CONFIG,
 };
 
+/* How audit_write() aggregates a denial. */
+enum audit_agg {
+	AUDIT_AGG_NONE = 0,		/* every record written */
+	AUDIT_AGG_DST,			/* per (sandbox, reason, dst) and second */
+	AUDIT_AGG_SANDBOX,		/* per (sandbox, reason): dst does not matter to
+					   the reason (limits), and the VM picks it */
+};
+
 /* A key/value added to a record (e.g. "qname", "qtype", "policy_hash", "action"). */
 struct audit_kv {
 	const char	*ak_key;
@@ -81,7 +89,7 @@ struct audit_record {
 	const struct audit_kv *ar_extra; /* ar_nextra extra fields */
 	size_t		 ar_nextra;
 	long long	 ar_ts_ms;	/* ms since the epoch; 0 (default): now */
-	int		 ar_aggregate;	/* a denial: aggregate (see audit_write()) */
+	enum audit_agg	 ar_aggregate;	/* a denial: aggregate (see audit_write()) */
 };
 #define AUDIT_RECORD_INIT { .ar_status = -1, .ar_bytes_up = -1, \
 	.ar_bytes_down = -1, .ar_ms = -1 }
@@ -139,7 +147,8 @@ struct audit_log *audit_open_keyed(const char *path, enum audit_fsync fs,
  * written before it (group commit).
  *
  * A denial (decision "deny", a reason) with ar_aggregate is aggregated per
- * (sandbox, reason, dst) and second of its ts: the first of a second is written
+ * (sandbox, reason, dst) and second of its ts (AUDIT_AGG_DST; per (sandbox, reason)
+ * with AUDIT_AGG_SANDBOX, whose flush records have no dst): the first is written
  * (and synced) at once; the others are only counted, and the count goes out as
  * "suppressed":N in the key's next written record, or in a record of its own
  * (event "deny" with sandbox, dst, reason, "suppressed":N, "aggregate":"flush", no

@@ -80,7 +80,7 @@ deny(struct audit_log *log, const char *sb, const char *reason, const char *dst,
 	r.ar_decision = "deny";
 	r.ar_reason = reason;
 	r.ar_ts_ms = ts;
-	r.ar_aggregate = 1;
+	r.ar_aggregate = AUDIT_AGG_DST;
 	return audit_write(log, &r);
 }
 
@@ -125,6 +125,20 @@ test_same_second(void)
 	free(buf);
 	audit_close(log);
 	ok(verify_bad_line(p, NULL, 0) == 0, "the chain verifies");
+	/* audit summary counts denials, not lines. */
+	{
+		char *paths[1] = { p }, err[256], *out = NULL;
+		size_t olen = 0;
+		FILE *f = open_memstream(&out, &olen);
+
+		ok(f != NULL && audit_summary(paths, 1, 1, f, stderr, err,
+		    sizeof(err)) == 0 && fclose(f) == 0 &&
+		    strstr(out, "\"rate_limited\": 6") != NULL,
+		    "audit summary: 6 rate_limited (2 lines, suppressed 4)");
+		if (out != NULL && strstr(out, "\"rate_limited\": 6") == NULL)
+			diag("%s", out);
+		free(out);
+	}
 }
 
 static void
@@ -145,6 +159,28 @@ test_other_keys(void)
 	ok(rc == 0, "denials of five keys in one second");
 	is_int(5, tally(p, NULL).lines, "... five lines: another dst, reason or "
 	    "sandbox is another key");
+	/* Per sandbox: the VM varies dst, the limit's denials stay one key. */
+	{
+		struct audit_record q = AUDIT_RECORD_INIT;
+		char dst[32];
+		int i;
+
+		q.ar_event = AUDIT_EV_DENY;
+		q.ar_sandbox = "a";
+		q.ar_decision = "deny";
+		q.ar_reason = "connection_limit";
+		q.ar_aggregate = AUDIT_AGG_SANDBOX;
+		q.ar_ts_ms = T0 + 10;
+		for (i = 0; i < 20; i++) {
+			snprintf(dst, sizeof(dst), "11.0.0.2:%d", 3000 + i);
+			q.ar_dst = dst;
+			rc |= audit_write(log, &q);
+		}
+		q.ar_sandbox = "b";
+		rc |= audit_write(log, &q);
+	}
+	ok(rc == 0, "AUDIT_AGG_SANDBOX: 20 denials of a to 20 ports, one of b");
+	is_int(7, tally(p, NULL).lines, "... two lines (a once, b once)");
 	/* Not aggregated: without the flag, and allow records even with it. */
 	r.ar_event = AUDIT_EV_DENY;
 	r.ar_sandbox = "a";
@@ -153,13 +189,13 @@ test_other_keys(void)
 	r.ar_reason = "rate_limited";
 	r.ar_ts_ms = T0 + 5;
 	rc = audit_write(log, &r) | audit_write(log, &r);
-	r.ar_aggregate = 1;
+	r.ar_aggregate = AUDIT_AGG_DST;
 	r.ar_event = AUDIT_EV_CONNECT;
 	r.ar_decision = "allow";
 	r.ar_reason = NULL;
 	rc |= audit_write(log, &r) | audit_write(log, &r);
 	ok(rc == 0, "two denials without ar_aggregate, two allows with it");
-	is_int(9, tally(p, NULL).lines, "... all four written");
+	is_int(11, tally(p, NULL).lines, "... all four written");
 	/* A caller may not forge the count. */
 	{
 		struct audit_kv kv = { .ak_key = "suppressed", .ak_num = 7 };
@@ -172,7 +208,8 @@ test_other_keys(void)
 	}
 	audit_close(log);
 	t = tally(p, NULL);
-	is_int(9, t.lines, "nothing was pending at close");
+	is_int(12, t.lines, "at close: a's 19 pending in one flush record");
+	is_int(19, tally(p, "connection_limit").suppressed, "... suppressed 19");
 }
 
 static void
