@@ -1531,6 +1531,7 @@ proxy_main(const struct proxy_opts *o)
 {
 	struct event_base *base = NULL;
 	struct event *ev_hup = NULL, *ev_term = NULL, *ev_int = NULL;
+	struct event *ev_audit = NULL;
 	struct proxy_ctl *ctl = NULL;
 	struct passwd *pw = NULL;
 	json_t *reply;
@@ -1647,6 +1648,10 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("signal events failed");
 		goto out;
 	}
+	if ((ev_audit = proxy_audit_timer_new(base)) == NULL) {
+		log_warnx("audit flush timer failed");
+		goto out;
+	}
 	log_info("ready: proxy port %u, dns port %u, %u worker(s), uid %u",
 	    proxy_cfg.proxy_port, proxy_cfg.dns_port, proxy_nthreads,
 	    (unsigned int)geteuid());
@@ -1662,6 +1667,8 @@ proxy_main(const struct proxy_opts *o)
 		event_free(ev_term);
 	if (ev_int != NULL)
 		event_free(ev_int);
+	if (ev_audit != NULL)
+		event_free(ev_audit);
 	proxy_ctl_free(ctl);
 	proxy_threads_stop();
 	if (base != NULL)

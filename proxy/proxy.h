@@ -133,6 +133,21 @@ void	proxy_policy_put(struct proxy_policy *pp);
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);
 
+/* proxy_audit.c: aggregates flushed each second, fail closed on a failing log */
+/*
+ * 1 while the audit log writes (or there is none), 0 when it cannot: new
+ * connections are then refused (audit_unavailable).  Logs each change once.
+ */
+int	proxy_audit_is_writable(void);
+/*
+ * How a denial with reason is aggregated: per sandbox for the limits (and
+ * audit_unavailable, unknown_sandbox), whose destination the VM may vary at will;
+ * per destination for the rest.
+ */
+enum audit_agg proxy_audit_agg(const char *reason);
+/* The one-second flush timer on base, added; event_free() it.  NULL on failure. */
+struct event *proxy_audit_timer_new(struct event_base *base);
+
 /* proxy.c: the daemon's life (internals shared with proxy_ctl.c) */
 struct json_t;
 struct proxy_opts {

@@ -44,7 +44,13 @@
  *   policy_reload        a reload's policy no longer allows a live connection
  *   sandbox_removed      the sandbox went away under a live connection
  *   unknown_sandbox      the source address is no sandbox's (a record without a
- *                        sandbox, at most one a second: "suppressed" counts the rest)
+ *                        sandbox)
+ *   audit_unavailable    the audit log cannot be written (full disk, I/O error)
+ *
+ * Every denial record is aggregated (audit_write(), ar_aggregate): per sandbox,
+ * reason and destination (per sandbox and reason for the limits, unknown_sandbox
+ * and audit_unavailable: proxy_audit_agg()), the first of a second is written, the
+ * rest counted ("suppressed").
  *
  * Threads: every function here runs in its worker's thread; a worker's connection
  * list is touched by no other thread.  Shared state (the sandbox registry, the audit
@@ -161,6 +167,7 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 		r.ar_bytes_down = (long long)c->pc_down;
 	}
 	r.ar_ms = proxy_conn_ms(c);
+	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);
@@ -549,32 +556,19 @@ proxy_conn_orig_dst(int fd, struct netaddr *dst, uint16_t *port)
 /*
  * A connection from a source that is no sandbox (not attached, or not yet known to
  * this daemon): a "deny" record without a sandbox, reason unknown_sandbox (the code
- * policy DNS uses for the same case).  At most one record a second, process-wide,
- * so that a flood cannot flood the log; the next record counts the ones left out
- * ("suppressed").  fd is still the raw accepted socket.
+ * policy DNS uses for the same case), aggregated per destination and second like
+ * every denial, so that a flood cannot flood the log.  fd is still the raw
+ * accepted socket.
  */
 static void
 proxy_conn_unknown(struct proxy_conn *c, int fd)
 {
-	static long long last;		/* atomic: second of the last record */
-	static long long suppressed;	/* atomic */
 	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv;
-	struct timespec ts;
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof(ss);
 	char src[NETADDR_STRLEN + 8], dst[NETADDR_STRLEN + 8];
-	long long prev, now;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (long long)ts.tv_sec + 1;	/* never 0, the initial value */
-	prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
-	if (prev >= now || !__atomic_compare_exchange_n(&last, &prev, now, 0,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		__atomic_add_fetch(&suppressed, 1, __ATOMIC_RELAXED);
-		log_debug("connection from an unknown source: reset");
-		return;
-	}
+	log_debug("connection from an unknown source: reset");
 	r.ar_event = AUDIT_EV_DENY;
 	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
 	/* Not redirected (no conntrack entry): the listener's own address. */
@@ -586,13 +580,7 @@ proxy_conn_unknown(struct proxy_conn *c, int fd)
 	r.ar_dst = proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
 	r.ar_decision = "deny";
 	r.ar_reason = "unknown_sandbox";
-	kv.ak_key = "suppressed";
-	kv.ak_str = NULL;
-	kv.ak_num = __atomic_exchange_n(&suppressed, 0, __ATOMIC_RELAXED);
-	if (kv.ak_num > 0) {
-		r.ar_extra = &kv;
-		r.ar_nextra = 1;
-	}
+	r.ar_aggregate = AUDIT_AGG_SANDBOX;
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
 		log_warn("audit write (unknown source)");
 }
@@ -643,6 +631,11 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (proxy_conn_orig_dst(bufferevent_getfd(c->pc_client), &c->pc_dst,
 	    &c->pc_dport) == -1) {
 		why = "not_redirected";
+		goto deny;
+	}
+	/* Fail closed: nothing is let in that the log could not record. */
+	if (!proxy_audit_is_writable()) {
+		why = "audit_unavailable";
 		goto deny;
 	}
 	if (p->p_limits.pl_connections != 0 && proxy_sandbox_counter(
