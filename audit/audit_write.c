@@ -7,7 +7,10 @@
  * "deny" for a denial, "always") appends under the mutex, notes its seq and waits
  * on lg_sync_cv outside it; one waiter at a time runs fdatasync() on a dup of the fd
  * for every record written so far, and wakes everyone it covered.  Other threads
- * keep appending meanwhile, so one fsync covers all that queued behind it.
+ * keep appending meanwhile, so one fsync covers all that queued behind it.  A
+ * writer that must not wait (an event loop) uses audit_write_nowait() and asks the
+ * sync thread (audit_sync_start()) for its seq, which is a leader like any waiter
+ * and calls a notification after each fdatasync().
  *
  * Denials with ar_aggregate are aggregated per (sandbox, reason, dst) and second
  * (audit_agg.c holds the table): the first is written, the others counted and
@@ -53,6 +56,13 @@ struct audit_log {
 	pthread_cond_t	 lg_sync_cv;
 	long long	 lg_synced;	/* records up to this seq are on disk */
 	int		 lg_syncing;	/* a writer is in fdatasync() for the others */
+	/* The sync thread (audit_sync_start()), for callers that do not wait. */
+	long long	 lg_want;	/* fdatasync() wanted up to this seq */
+	int		 lg_thr_on;
+	int		 lg_thr_stop;
+	pthread_t	 lg_thr;
+	void		(*lg_notify)(void *);
+	void		*lg_notify_arg;
 };
 
 /* Slots of the aggregate table: every sandbox's few reasons and destinations. */
@@ -368,6 +378,13 @@ audit_close(struct audit_log *log)
 {
 	if (log == NULL)
 		return;
+	if (log->lg_thr_on) {
+		pthread_mutex_lock(&log->lg_sync_mtx);
+		log->lg_thr_stop = 1;
+		pthread_cond_broadcast(&log->lg_sync_cv);
+		pthread_mutex_unlock(&log->lg_sync_mtx);
+		pthread_join(log->lg_thr, NULL);
+	}
 	/* Every pending count goes out (a failure was already reported by writes). */
 	(void)audit_flush(log, 1);
 	if (log->lg_fd != -1)
@@ -957,12 +974,14 @@ log_append_agg(struct audit_log *log, const struct audit_record *r, long long ts
 }
 
 int
-audit_write(struct audit_log *log, const struct audit_record *r)
+audit_write_nowait(struct audit_log *log, const struct audit_record *r,
+    long long *seq)
 {
 	struct timespec now;
-	long long ts_ms, seq = 0;
+	long long ts_ms, wrote = 0;
 	int saved, rv = -1;
 
+	*seq = 0;
 	if (!record_is_valid(r)) {
 		errno = EINVAL;
 		return -1;
@@ -979,17 +998,98 @@ audit_write(struct audit_log *log, const struct audit_record *r)
 		ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	}
 	if (record_is_aggregated(r)) {
-		log_append_agg(log, r, ts_ms, &seq);
+		log_append_agg(log, r, ts_ms, &wrote);
 		rv = 0;
 	} else if ((rv = log_append(log, r, ts_ms)) == 0)
-		seq = log->lg_seq;
+		wrote = log->lg_seq;
  out:
 	saved = errno;
 	pthread_mutex_unlock(&log->lg_mtx);
-	if (rv == 0 && seq > 0 && record_needs_fsync(log, r))
-		return log_sync(log, seq);
+	if (rv == 0 && wrote > 0 && record_needs_fsync(log, r))
+		*seq = wrote;
 	errno = saved;
 	return rv;
+}
+
+int
+audit_write(struct audit_log *log, const struct audit_record *r)
+{
+	long long seq;
+
+	if (audit_write_nowait(log, r, &seq) == -1)
+		return -1;
+	return seq > 0 ? log_sync(log, seq) : 0;
+}
+
+int
+audit_sync_wait(struct audit_log *log, long long seq)
+{
+	return seq > 0 ? log_sync(log, seq) : 0;
+}
+
+/*
+ * The sync thread: a leader (see log_sync()) whenever a seq is wanted that is not
+ * on disk and no writer is syncing; tells lg_notify after each fdatasync().
+ */
+static void *
+log_sync_main(void *arg)
+{
+	struct audit_log *log = arg;
+	long long want;
+	int err;
+
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	while (!log->lg_thr_stop) {
+		if (log->lg_want <= log->lg_synced || log->lg_syncing) {
+			pthread_cond_wait(&log->lg_sync_cv, &log->lg_sync_mtx);
+			continue;
+		}
+		want = log->lg_want;
+		pthread_mutex_unlock(&log->lg_sync_mtx);
+		err = log_sync(log, want) == -1;
+		if (log->lg_notify != NULL)
+			log->lg_notify(log->lg_notify_arg);
+		pthread_mutex_lock(&log->lg_sync_mtx);
+		/* A failed sync is not retried for this seq: audit_error() says it. */
+		if (err && log->lg_want <= want)
+			log->lg_want = log->lg_synced;
+	}
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+	return NULL;
+}
+
+int
+audit_sync_start(struct audit_log *log, void (*notify)(void *), void *arg)
+{
+	if (log->lg_thr_on)
+		return 0;
+	log->lg_notify = notify;
+	log->lg_notify_arg = arg;
+	if ((errno = pthread_create(&log->lg_thr, NULL, log_sync_main, log)) != 0)
+		return -1;
+	log->lg_thr_on = 1;
+	return 0;
+}
+
+void
+audit_sync_request(struct audit_log *log, long long seq)
+{
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	if (seq > log->lg_want)
+		log->lg_want = seq;
+	pthread_cond_broadcast(&log->lg_sync_cv);
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+}
+
+long long
+audit_synced(struct audit_log *log)
+{
+	long long seq;
+
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	seq = log->lg_synced;
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+	return seq;
 }
 
 int

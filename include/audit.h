@@ -161,6 +161,25 @@ struct audit_log *audit_open_keyed(const char *path, enum audit_fsync fs,
  */
 int	audit_write(struct audit_log *log, const struct audit_record *r);
 /*
+ * audit_write() without the wait: *seq is the seq to have on disk before the
+ * record's decision takes effect (0: none), for audit_sync_wait() or
+ * audit_sync_request().
+ */
+int	audit_write_nowait(struct audit_log *log, const struct audit_record *r,
+	    long long *seq);
+/* Waits until records up to seq are on disk (0: at once).  Returns 0 or -1 (errno). */
+int	audit_sync_wait(struct audit_log *log, long long seq);
+/*
+ * Starts the log's sync thread (once; after any fork, e.g. daemon()): it runs the
+ * fdatasync() that audit_sync_request() asks for, then calls notify(arg) from its
+ * own thread.  audit_close() stops it.  Returns 0, or -1 with errno.
+ */
+int	audit_sync_start(struct audit_log *log, void (*notify)(void *), void *arg);
+/* Asks the sync thread for records up to seq on disk; returns at once. */
+void	audit_sync_request(struct audit_log *log, long long seq);
+/* Records up to this seq are on disk. */
+long long audit_synced(struct audit_log *log);
+/*
  * Writes the counts of aggregates whose second is over (all of them with all != 0;
  * audit_close() does that) and fsyncs them per policy.  Call it about once a second.
  * Returns 0, or -1 with errno when a record could not be written (it stays counted).

@@ -1631,6 +1631,9 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("event_base_new failed");
 		goto out;
 	}
+	/* After daemon(): a thread does not survive a fork. */
+	if (proxy_audit_sync_start() == -1)
+		log_warn("audit sync thread: denials wait in the workers");
 	if (proxy_threads_start(proxy_fd, udp_fd, tcp_fd, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		goto out;

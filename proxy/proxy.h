@@ -145,6 +145,20 @@ int	proxy_audit_is_writable(void);
  * per destination for the rest.
  */
 enum audit_agg proxy_audit_agg(const char *reason);
+/*
+ * Starts the audit log's sync thread (after daemon()), which lets denials wait
+ * for the disk without blocking a worker: proxy_audit_park().  Returns 0 or -1.
+ */
+int	proxy_audit_sync_start(void);
+/*
+ * Keeps a dup of fd (a denied client's socket, SO_LINGER 0 set) open until the
+ * audit record seq is on disk, then closes it in base's thread: the VM's reset
+ * waits, the worker does not.  Returns 0, or -1 when it cannot (the caller then
+ * waits with audit_sync_wait()).
+ */
+int	proxy_audit_park(struct event_base *base, int fd, long long seq);
+/* Closes base's parked fds at once (worker shutdown). */
+void	proxy_audit_park_free(struct event_base *base);
 /* The one-second flush timer on base, added; event_free() it.  NULL on failure. */
 struct event *proxy_audit_timer_new(struct event_base *base);
 

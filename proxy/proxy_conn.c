@@ -124,10 +124,12 @@ proxy_conn_ms(const struct proxy_conn *c)
 /*
  * The one audit record of c.  Denials are written (and, per audit.fsync, synced)
  * before the reset goes out, so a reviewer never misses a refusal the VM saw.
+ * Returns the seq to have on disk first (0: none; proxy_conn_close() waits).
  */
-static void
+static long long
 proxy_conn_audit(struct proxy_conn *c, const char *reason)
 {
+	long long seq = 0;
 	struct audit_record r = AUDIT_RECORD_INIT;
 	struct audit_kv kv[2];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
@@ -168,9 +170,11 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	}
 	r.ar_ms = proxy_conn_ms(c);
 	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
-	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
+	if (proxy_audit() != NULL && audit_write_nowait(proxy_audit(), &r,
+	    &seq) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);
+	return seq;
 }
 
 /* Sends a fatal TLS alert (description desc) without waiting: the socket is fresh. */
@@ -187,11 +191,12 @@ void
 proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 {
 	struct linger lg = { 1, 0 };
+	long long seq = 0;
 	int fd;
 
 	/* A VM that left before saying anything had nothing decided: no record. */
 	if (reason != NULL || c->pc_state >= PC_DECIDED) {
-		proxy_conn_audit(c, reason);
+		seq = proxy_conn_audit(c, reason);
 		if (c->pc_sandbox != NULL)
 			proxy_sandbox_count(c->pc_sandbox, reason != NULL ?
 			    PROXY_STAT_DENIED : PROXY_STAT_ALLOWED, 1);
@@ -203,8 +208,15 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 		if (rst && fd != -1 &&
 		    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
 			log_debug("SO_LINGER: %s", strerror(errno));
-		bufferevent_free(c->pc_client);
+		/* The reset waits for the disk; the worker does not (if it can). */
+		if (seq > 0 && rst && fd != -1 &&
+		    proxy_audit_park(c->pc_worker->pw_base, fd, seq) == 0)
+			seq = 0;
 	}
+	if (seq > 0 && audit_sync_wait(proxy_audit(), seq) == -1)
+		log_warn("audit sync (connection %llu)", (unsigned long long)c->pc_id);
+	if (c->pc_client != NULL)
+		bufferevent_free(c->pc_client);
 	if (c->pc_server != NULL) {
 		fd = bufferevent_getfd(c->pc_server);
 		if (rst && fd != -1)
@@ -743,6 +755,7 @@ proxy_worker_free(struct proxy_worker *w)
 		evconnlistener_free(w->pw_listener);
 	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
 		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : "shutdown", 1);
+	proxy_audit_park_free(w->pw_base);
 	SSL_CTX_free(w->pw_tls_in);
 	SSL_CTX_free(w->pw_tls_out);
 	free(w);

@@ -383,6 +383,60 @@ test_threads(void)
 	ok(verify_bad_line(p, NULL, 0) == 0, "... the chain verifies");
 }
 
+static pthread_mutex_t nmtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ncv = PTHREAD_COND_INITIALIZER;
+static int notified;
+
+static void
+on_synced(void *arg)
+{
+	pthread_mutex_lock(&nmtx);
+	notified++;
+	pthread_cond_broadcast(&ncv);
+	pthread_mutex_unlock(&nmtx);
+}
+
+/* The sync thread: a writer that does not wait is told when its record is on disk. */
+static void
+test_sync_thread(void)
+{
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_log *log;
+	long long seq = -1, seq2 = -1;
+	char p[512];
+	int rc;
+
+	log = fresh("async.jsonl", p, sizeof(p), AUDIT_FSYNC_DENY);
+	ok(audit_sync_start(log, on_synced, NULL) == 0, "audit_sync_start");
+	r.ar_event = AUDIT_EV_CONNECT;
+	r.ar_sandbox = "a";
+	r.ar_decision = "allow";
+	ok(audit_write_nowait(log, &r, &seq) == 0 && seq == 0,
+	    "an allow with fsync deny: nothing to wait for (seq 0)");
+	rc = deny(log, "a", "rate_limited", "11.0.0.2:2222", T0);
+	r.ar_event = AUDIT_EV_DENY;
+	r.ar_decision = "deny";
+	r.ar_reason = "name_not_allowed";
+	ok(rc == 0 && audit_write_nowait(log, &r, &seq) == 0 && seq == 3,
+	    "a denial: written, seq 3 to wait for (%lld)", seq);
+	(void)deny(log, "a", "rate_limited", "11.0.0.2:2222", T0 + 1);
+	r.ar_aggregate = AUDIT_AGG_DST;
+	r.ar_reason = "rate_limited";
+	r.ar_dst = "11.0.0.2:2222";
+	r.ar_ts_ms = T0 + 2;
+	ok(audit_write_nowait(log, &r, &seq2) == 0 && seq2 == 0,
+	    "a suppressed denial: nothing to wait for");
+	audit_sync_request(log, seq);
+	pthread_mutex_lock(&nmtx);
+	while (audit_synced(log) < seq)
+		pthread_cond_wait(&ncv, &nmtx);
+	pthread_mutex_unlock(&nmtx);
+	ok(notified >= 1 && audit_synced(log) >= seq,
+	    "the sync thread synced it and said so");
+	audit_close(log);
+	ok(verify_bad_line(p, NULL, 0) == 0, "the chain verifies");
+}
+
 int
 main(void)
 {
@@ -393,5 +447,6 @@ main(void)
 	test_table_full();
 	test_write_failure();
 	test_threads();
+	test_sync_thread();
 	return tap_failures() > 0;
 }
