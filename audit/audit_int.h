@@ -19,6 +19,38 @@ struct audit_line {
 	char		 al_hash[AUDIT_HASH_HEX + 1];
 };
 
+/*
+ * One aggregate of identical denials (audit_agg.c): the key, cut to these sizes
+ * (the three arrays are adjacent and zero-filled: they are hashed as one block),
+ * the second of the last denial written for it, and how many came since.
+ */
+struct audit_agg_slot {
+	char		 as_sandbox[64];
+	char		 as_reason[64];
+	char		 as_dst[AUDIT_STR_MAX + 1];
+	int		 as_used;
+	long long	 as_sec;	/* second (ts / 1000) of the last written one */
+	long long	 as_pending;	/* denials since, not written */
+};
+
+/* audit_agg.c */
+struct audit_agg_table;
+/* A table of at least nslots slots (random hash key); NULL on ENOMEM.  audit_agg_free(). */
+struct audit_agg_table *audit_agg_new(size_t nslots);
+void	audit_agg_free(struct audit_agg_table *ag);
+/*
+ * The slot of (sb, reason, dst): the one in use, or a free one taken for it (as_sec
+ * and as_pending 0).  NULL when the key's set is full: *victim is then its slot
+ * with the oldest as_sec, to be emptied and retaken with audit_agg_slot_take().
+ */
+struct audit_agg_slot *audit_agg_find(struct audit_agg_table *ag, const char *sb,
+	    const char *reason, const char *dst, struct audit_agg_slot **victim);
+/* Makes s the (free) slot of (sb, reason, dst). */
+void	audit_agg_slot_take(struct audit_agg_slot *s, const char *sb,
+	    const char *reason, const char *dst);
+/* The next slot in use from *i (start at 0), or NULL at the end. */
+struct audit_agg_slot *audit_agg_next(struct audit_agg_table *ag, size_t *i);
+
 /* audit_verify.c */
 /*
  * Checks one line on its own (no '\n'): the hash suffix, the recomputed hash (with

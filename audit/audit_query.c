@@ -30,6 +30,8 @@ struct audit_view {
 	const char	*av_method;
 	const char	*av_path;
 	long long	 av_status;	/* -1 if none */
+	long long	 av_times;	/* events it stands for: 1 + "suppressed"
+					   (only "suppressed" for an aggregate flush) */
 	int		 av_would_deny;
 	char		 av_host[HOST_MAX];	/* "" if none */
 };
@@ -98,6 +100,12 @@ view_parse(struct audit_view *v, const char *line, size_t len)
 	if (json_is_integer(st = json_object_get(o, "status")))
 		v->av_status = json_integer_value(st);
 	v->av_would_deny = json_is_true(json_object_get(o, "would_deny"));
+	v->av_times = json_integer_value(json_object_get(o, "suppressed"));
+	if (v->av_times < 0)
+		v->av_times = 0;
+	if (!json_is_string(st = json_object_get(o, "aggregate")) ||
+	    strcmp(json_string_value(st), "flush") != 0)
+		v->av_times++;
 	if (v->av_dst != NULL)
 		host_norm(v->av_dst, v->av_host, sizeof(v->av_host));
 	else if (v->av_qname != NULL)
@@ -329,25 +337,32 @@ obj_child(json_t *o, const char *key, int *oom)
 }
 
 static void
-obj_count(json_t *o, const char *key, int *oom)
+obj_add(json_t *o, const char *key, long long n, int *oom)
 {
 	json_t *c = json_object_get(o, key);
 
 	if (c == NULL) {
-		if (json_object_set_new(o, key, json_integer(1)) == -1)
+		if (json_object_set_new(o, key, json_integer(n)) == -1)
 			*oom = 1;
 	} else
-		json_integer_set(c, json_integer_value(c) + 1);
+		json_integer_set(c, json_integer_value(c) + n);
 }
 
 static void
-host_count(json_t *map, const char *host, const char *ts, int *oom)
+obj_count(json_t *o, const char *key, int *oom)
+{
+	obj_add(o, key, 1, oom);
+}
+
+/* n events (an aggregated record stands for several) to host, seen at ts. */
+static void
+host_count(json_t *map, const char *host, long long n, const char *ts, int *oom)
 {
 	json_t *h, *first, *last;
 
 	if ((h = obj_child(map, host, oom)) == NULL)
 		return;
-	obj_count(h, "count", oom);
+	obj_add(h, "count", n, oom);
 	if (ts == NULL)
 		return;
 	first = json_object_get(h, "first");
@@ -372,7 +387,8 @@ summary_one(void *arg, const struct audit_view *v, const char *line, size_t len)
 	(void)len;
 	obj_count(sc->sc_root, "records", oom);
 	if (v->av_reason != NULL)
-		obj_count(obj_child(sc->sc_root, "reasons", oom), v->av_reason, oom);
+		obj_add(obj_child(sc->sc_root, "reasons", oom), v->av_reason,
+		    v->av_times, oom);
 	if (v->av_sandbox == NULL || *oom)
 		return;
 	if ((sbx = obj_child(sc->sc_root, "sandboxes", oom)) == NULL ||
@@ -380,16 +396,18 @@ summary_one(void *arg, const struct audit_view *v, const char *line, size_t len)
 		return;
 	obj_count(sb, "records", oom);
 	if (v->av_reason != NULL)
-		obj_count(obj_child(sb, "reasons", oom), v->av_reason, oom);
+		obj_add(obj_child(sb, "reasons", oom), v->av_reason, v->av_times,
+		    oom);
 	ts = v->av_ts;
 	if (v->av_host[0] == '\0' || v->av_decision == NULL || *oom)
 		return;
 	if (strcmp(v->av_decision, "allow") == 0)
-		host_count(obj_child(sb, "allowed", oom), v->av_host, ts, oom);
+		host_count(obj_child(sb, "allowed", oom), v->av_host, 1, ts, oom);
 	else if (strcmp(v->av_decision, "deny") == 0)
-		host_count(obj_child(sb, "denied", oom), v->av_host, ts, oom);
+		host_count(obj_child(sb, "denied", oom), v->av_host, v->av_times,
+		    ts, oom);
 	if (v->av_would_deny && !*oom)
-		host_count(obj_child(sb, "would_deny", oom), v->av_host, ts, oom);
+		host_count(obj_child(sb, "would_deny", oom), v->av_host, 1, ts, oom);
 }
 
 static long long

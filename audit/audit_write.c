@@ -2,6 +2,20 @@
  * audit/audit_write.c: the writer.  One mutex serialises records: seq, prev and the
  * file offset must advance together, and each line goes out with one write(2) loop
  * so a reader never sees two records interleaved.
+ *
+ * Durability is group-committed: a writer that must wait for the disk (audit.fsync
+ * "deny" for a denial, "always") appends under the mutex, notes its seq and waits
+ * on lg_sync_cv outside it; one waiter at a time runs fdatasync() on a dup of the fd
+ * for every record written so far, and wakes everyone it covered.  Other threads
+ * keep appending meanwhile, so one fsync covers all that queued behind it.  A
+ * writer that must not wait (an event loop) uses audit_write_nowait() and asks the
+ * sync thread (audit_sync_start()) for its seq, which is a leader like any waiter
+ * and calls a notification after each fdatasync().
+ *
+ * Denials with ar_aggregate are aggregated per (sandbox, reason, dst) and second
+ * (audit_agg.c holds the table): the first is written, the others counted and
+ * written as "suppressed":N with the key's next record, or by audit_flush() in a
+ * record of their own ("aggregate":"flush") once their second is over.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -33,7 +47,26 @@ struct audit_log {
 	char		 lg_head[AUDIT_HASH_HEX + 1];
 	unsigned char	 lg_key[AUDIT_KEY_MAX];
 	size_t		 lg_keylen;
+	int		 lg_err;	/* atomic: errno of the last failure, 0 after a good write */
+	int		 lg_err_sync;	/* lg_err came from fdatasync: it stays */
+	struct audit_agg_table *lg_agg;	/* denial aggregates */
+	long long	 lg_agg_lost;	/* denials with no slot (set full, disk failing) */
+	/* Group commit (lg_sync_mtx; taken without lg_mtx held, or after it). */
+	pthread_mutex_t	 lg_sync_mtx;
+	pthread_cond_t	 lg_sync_cv;
+	long long	 lg_synced;	/* records up to this seq are on disk */
+	int		 lg_syncing;	/* a writer is in fdatasync() for the others */
+	/* The sync thread (audit_sync_start()), for callers that do not wait. */
+	long long	 lg_want;	/* fdatasync() wanted up to this seq */
+	int		 lg_thr_on;
+	int		 lg_thr_stop;
+	pthread_t	 lg_thr;
+	void		(*lg_notify)(void *);
+	void		*lg_notify_arg;
 };
+
+/* Slots of the aggregate table: every sandbox's few reasons and destinations. */
+#define AUDIT_AGG_SLOTS	4096
 
 static const char *const audit_events[] = {
 	[AUDIT_EV_DNS] = "dns",
@@ -50,7 +83,7 @@ static const char *const audit_events[] = {
 static const char *const audit_reserved[] = {
 	"ts", "seq", "sandbox", "event", "src", "dst", "tls", "method", "path",
 	"status", "decision", "rule", "reason", "would_deny", "inject", "bytes_up",
-	"bytes_down", "ms", "prev", "hash",
+	"bytes_down", "ms", "suppressed", "prev", "hash",
 };
 
 const char *
@@ -252,7 +285,16 @@ audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key
 	    &log->lg_fd, &log->lg_size, &log->lg_seq, log->lg_head, err,
 	    errlen) == -1)
 		goto error;
-	if ((errno = pthread_mutex_init(&log->lg_mtx, NULL)) != 0) {
+	log->lg_synced = log->lg_seq;
+	if ((log->lg_agg = audit_agg_new(AUDIT_AGG_SLOTS)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		close(log->lg_fd);
+		goto error;
+	}
+	if ((errno = pthread_mutex_init(&log->lg_mtx, NULL)) != 0 ||
+	    (errno = pthread_mutex_init(&log->lg_sync_mtx, NULL)) != 0 ||
+	    (errno = pthread_cond_init(&log->lg_sync_cv, NULL)) != 0) {
+		/* XXX a mutex made before the failure is not destroyed: no leak on Linux. */
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		close(log->lg_fd);
 		goto error;
@@ -260,6 +302,7 @@ audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key
 	return log;
  error:
 	if (log != NULL) {
+		audit_agg_free(log->lg_agg);
 		OPENSSL_cleanse(log->lg_key, sizeof(log->lg_key));
 		free(log->lg_path);
 		free(log);
@@ -298,6 +341,14 @@ audit_reopen(struct audit_log *log, char *err, size_t errlen)
 		    seq, log->lg_seq);
 		goto out;
 	}
+	/*
+	 * Records on the old file count as synced once a later fdatasync() of the new
+	 * one returns: make them durable before the fd goes.
+	 */
+	if (log->lg_fsync != AUDIT_FSYNC_NEVER && fdatasync(log->lg_fd) == -1) {
+		__atomic_store_n(&log->lg_err, errno, __ATOMIC_RELAXED);
+		log->lg_err_sync = 1;
+	}
 	close(log->lg_fd);
 	log->lg_fd = fd;
 	fd = -1;	/* transferred */
@@ -328,8 +379,20 @@ audit_close(struct audit_log *log)
 {
 	if (log == NULL)
 		return;
+	if (log->lg_thr_on) {
+		pthread_mutex_lock(&log->lg_sync_mtx);
+		log->lg_thr_stop = 1;
+		pthread_cond_broadcast(&log->lg_sync_cv);
+		pthread_mutex_unlock(&log->lg_sync_mtx);
+		pthread_join(log->lg_thr, NULL);
+	}
+	/* Every pending count goes out (a failure was already reported by writes). */
+	(void)audit_flush(log, 1);
 	if (log->lg_fd != -1)
 		close(log->lg_fd);
+	audit_agg_free(log->lg_agg);
+	pthread_cond_destroy(&log->lg_sync_cv);
+	pthread_mutex_destroy(&log->lg_sync_mtx);
 	pthread_mutex_destroy(&log->lg_mtx);
 	OPENSSL_cleanse(log->lg_key, sizeof(log->lg_key));
 	free(log->lg_path);
@@ -703,37 +766,34 @@ record_needs_fsync(const struct audit_log *log, const struct audit_record *r)
 	}
 }
 
-int
-audit_write(struct audit_log *log, const struct audit_record *r)
+
+static void
+log_fail(struct audit_log *log, int err, int from_sync)
+{
+	__atomic_store_n(&log->lg_err, err, __ATOMIC_RELAXED);
+	if (from_sync)
+		log->lg_err_sync = 1;
+}
+
+/*
+ * Appends r (valid) at ts_ms to the file and advances the chain.  Called with
+ * lg_mtx held.  Returns 0, or -1 with errno (and lg_err set): the file and the chain
+ * are then as they were.
+ */
+static int
+log_append(struct audit_log *log, const struct audit_record *r, long long ts_ms)
 {
 	char hash[AUDIT_HASH_HEX + 1];
 	char *body = NULL, *line = NULL;
-	struct timespec now;
 	size_t blen, len, done = 0;
-	long long ts_ms;
 	ssize_t n;
 	int saved, rv = -1;
 
-	if (!record_is_valid(r)) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&log->lg_mtx);
-	if (log->lg_broken) {
-		errno = EIO;
-		goto out;
-	}
-	/* Taken under the lock so that ts never goes back as seq goes up. */
-	if ((ts_ms = r->ar_ts_ms) <= 0) {
-		if (clock_gettime(CLOCK_REALTIME, &now) == -1)
-			goto out;
-		ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-	}
 	if ((body = record_build(r, ts_ms, log->lg_seq + 1, log->lg_head)) == NULL) {
 		errno = ENOMEM;
 		goto out;
 	}
-	/* json_dumps ends the object with '}': the hash covers body exactly. */
+	/* The line ends the object with '}': the hash covers body exactly. */
 	blen = strlen(body);
 	if (blen < 2 || body[blen - 1] != '}') {
 		errno = EINVAL;
@@ -765,26 +825,325 @@ audit_write(struct audit_log *log, const struct audit_record *r)
 		if (done > 0 && ftruncate(log->lg_fd, log->lg_size) == -1)
 			log->lg_broken = 1;
 		errno = saved;
+		log_fail(log, errno, 0);
 		goto out;
 	}
 	/* The line is in the file: the chain advances even if fsync fails. */
 	log->lg_size += (off_t)len;
 	log->lg_seq++;
 	memcpy(log->lg_head, hash, sizeof(log->lg_head));
-	/*
-	 * fdatasync: the data and the new size, which is all a reader needs.
-	 * XXX it runs under the lock (a few ms on a disk), so other workers'
-	 * records wait behind a denial's; releasing the lock first would race
-	 * with audit_reopen() swapping the fd.
-	 */
-	if (record_needs_fsync(log, r) && fdatasync(log->lg_fd) == -1)
-		goto out;
+	if (!log->lg_err_sync)
+		__atomic_store_n(&log->lg_err, 0, __ATOMIC_RELAXED);
 	rv = 0;
  out:
 	saved = errno;
-	pthread_mutex_unlock(&log->lg_mtx);
 	free(body);
 	free(line);
 	errno = saved;
 	return rv;
+}
+
+/*
+ * Waits until every record up to seq is on disk (group commit, see the top).  Called
+ * without lg_mtx.  Returns 0, or -1 with errno (lg_err set, and kept: after a
+ * failed fdatasync() nothing says what reached the disk).
+ */
+static int
+log_sync(struct audit_log *log, long long seq)
+{
+	long long target;
+	int fd, rc, err = 0;
+
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	while (log->lg_synced < seq && err == 0) {
+		if (log->lg_syncing) {
+			pthread_cond_wait(&log->lg_sync_cv, &log->lg_sync_mtx);
+			continue;
+		}
+		log->lg_syncing = 1;
+		pthread_mutex_unlock(&log->lg_sync_mtx);
+		/* A dup: audit_reopen() may close lg_fd while we sync. */
+		pthread_mutex_lock(&log->lg_mtx);
+		target = log->lg_seq;
+		fd = fcntl(log->lg_fd, F_DUPFD_CLOEXEC, 0);
+		pthread_mutex_unlock(&log->lg_mtx);
+		/* fdatasync: the data and the new size, which is all a reader needs. */
+		if ((rc = fd == -1 ? -1 : fdatasync(fd)) == -1)
+			err = errno;
+		if (fd != -1)
+			close(fd);
+		pthread_mutex_lock(&log->lg_sync_mtx);
+		log->lg_syncing = 0;
+		if (rc == 0 && target > log->lg_synced)
+			log->lg_synced = target;
+		pthread_cond_broadcast(&log->lg_sync_cv);
+	}
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+	if (err != 0) {
+		pthread_mutex_lock(&log->lg_mtx);
+		log_fail(log, err, 1);
+		pthread_mutex_unlock(&log->lg_mtx);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The pending count of s as a record of its own ("suppressed":N,
+ * "aggregate":"flush"; not a denial itself).  Locked.  Returns 0 (s emptied) or -1.
+ */
+static int
+log_agg_emit(struct audit_log *log, struct audit_agg_slot *s, long long ts_ms)
+{
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv[2] = {
+		{ .ak_key = "suppressed", .ak_num = s->as_pending },
+		{ .ak_key = "aggregate", .ak_str = "flush" },
+	};
+
+	r.ar_event = AUDIT_EV_DENY;
+	r.ar_sandbox = s->as_sandbox[0] != '\0' ? s->as_sandbox : NULL;
+	r.ar_dst = s->as_dst[0] != '\0' ? s->as_dst : NULL;
+	r.ar_decision = "deny";
+	r.ar_reason = s->as_reason;
+	r.ar_extra = kv;
+	r.ar_nextra = 2;
+	if (log_append(log, &r, ts_ms) == -1)
+		return -1;
+	s->as_pending = 0;
+	return 0;
+}
+
+/* Whether audit_write() aggregates r. */
+static int
+record_is_aggregated(const struct audit_record *r)
+{
+	return r->ar_aggregate != AUDIT_AGG_NONE && r->ar_reason != NULL && r->ar_decision != NULL &&
+	    strcmp(r->ar_decision, "deny") == 0;
+}
+
+/*
+ * r, a denial to aggregate, at ts_ms: written (with "suppressed":N, the denials of
+ * its key not written since its last record) if it is the first of its key in its
+ * second, else counted.  A record that cannot be written is counted as well and
+ * goes out later: a denial is never dropped.  Locked.  Returns *seq: the seq to
+ * sync, 0 when nothing was written.
+ */
+static void
+log_append_agg(struct audit_log *log, const struct audit_record *r, long long ts_ms,
+    long long *seq)
+{
+	struct audit_kv kv[AUDIT_EXTRA_MAX + 1];
+	struct audit_agg_slot *s, *victim;
+	struct audit_record cp = *r;
+	const char *sb = r->ar_sandbox != NULL ? r->ar_sandbox : "";
+	const char *dst = r->ar_dst != NULL && r->ar_aggregate == AUDIT_AGG_DST ?
+	    r->ar_dst : "";
+	long long sec = ts_ms / 1000 + 1;	/* never 0, a new slot's */
+
+	*seq = 0;
+	if ((s = audit_agg_find(log->lg_agg, sb, r->ar_reason, dst,
+	    &victim)) == NULL) {
+		/* Its set is full: the oldest aggregate goes out first. */
+		if (victim->as_pending > 0 && log_agg_emit(log, victim, ts_ms) == -1) {
+			log->lg_agg_lost++;
+			return;
+		}
+		audit_agg_slot_take(victim, sb, r->ar_reason, dst);
+		s = victim;
+		*seq = log->lg_seq;
+	}
+	if (s->as_sec == sec) {
+		s->as_pending++;
+		return;
+	}
+	s->as_sec = sec;
+	if (r->ar_nextra > 0)
+		memcpy(kv, r->ar_extra, r->ar_nextra * sizeof(kv[0]));
+	if (s->as_pending > 0) {
+		kv[cp.ar_nextra++] = (struct audit_kv){ .ak_key = "suppressed",
+		    .ak_num = s->as_pending };
+	}
+	cp.ar_extra = kv;
+	if (log_append(log, &cp, ts_ms) == -1) {
+		s->as_pending++;
+		return;
+	}
+	s->as_pending = 0;
+	*seq = log->lg_seq;
+}
+
+int
+audit_write_nowait(struct audit_log *log, const struct audit_record *r,
+    long long *seq)
+{
+	struct timespec now;
+	long long ts_ms, wrote = 0;
+	int saved, rv = -1;
+
+	*seq = 0;
+	if (!record_is_valid(r)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&log->lg_mtx);
+	if (log->lg_broken) {
+		errno = EIO;
+		goto out;
+	}
+	/* Taken under the lock so that ts never goes back as seq goes up. */
+	if ((ts_ms = r->ar_ts_ms) <= 0) {
+		if (clock_gettime(CLOCK_REALTIME, &now) == -1)
+			goto out;
+		ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	}
+	if (record_is_aggregated(r)) {
+		log_append_agg(log, r, ts_ms, &wrote);
+		rv = 0;
+	} else if ((rv = log_append(log, r, ts_ms)) == 0)
+		wrote = log->lg_seq;
+ out:
+	saved = errno;
+	pthread_mutex_unlock(&log->lg_mtx);
+	if (rv == 0 && wrote > 0 && record_needs_fsync(log, r))
+		*seq = wrote;
+	errno = saved;
+	return rv;
+}
+
+int
+audit_write(struct audit_log *log, const struct audit_record *r)
+{
+	long long seq;
+
+	if (audit_write_nowait(log, r, &seq) == -1)
+		return -1;
+	return seq > 0 ? log_sync(log, seq) : 0;
+}
+
+int
+audit_sync_wait(struct audit_log *log, long long seq)
+{
+	return seq > 0 ? log_sync(log, seq) : 0;
+}
+
+/*
+ * The sync thread: a leader (see log_sync()) whenever a seq is wanted that is not
+ * on disk and no writer is syncing; tells lg_notify after each fdatasync().
+ */
+static void *
+log_sync_main(void *arg)
+{
+	struct audit_log *log = arg;
+	long long want;
+	int err;
+
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	while (!log->lg_thr_stop) {
+		if (log->lg_want <= log->lg_synced || log->lg_syncing) {
+			pthread_cond_wait(&log->lg_sync_cv, &log->lg_sync_mtx);
+			continue;
+		}
+		want = log->lg_want;
+		pthread_mutex_unlock(&log->lg_sync_mtx);
+		err = log_sync(log, want) == -1;
+		if (log->lg_notify != NULL)
+			log->lg_notify(log->lg_notify_arg);
+		pthread_mutex_lock(&log->lg_sync_mtx);
+		/* A failed sync is not retried for this seq: audit_error() says it. */
+		if (err && log->lg_want <= want)
+			log->lg_want = log->lg_synced;
+	}
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+	return NULL;
+}
+
+int
+audit_sync_start(struct audit_log *log, void (*notify)(void *), void *arg)
+{
+	if (log->lg_thr_on)
+		return 0;
+	log->lg_notify = notify;
+	log->lg_notify_arg = arg;
+	if ((errno = pthread_create(&log->lg_thr, NULL, log_sync_main, log)) != 0)
+		return -1;
+	log->lg_thr_on = 1;
+	return 0;
+}
+
+void
+audit_sync_request(struct audit_log *log, long long seq)
+{
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	if (seq > log->lg_want)
+		log->lg_want = seq;
+	pthread_cond_broadcast(&log->lg_sync_cv);
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+}
+
+long long
+audit_synced(struct audit_log *log)
+{
+	long long seq;
+
+	pthread_mutex_lock(&log->lg_sync_mtx);
+	seq = log->lg_synced;
+	pthread_mutex_unlock(&log->lg_sync_mtx);
+	return seq;
+}
+
+int
+audit_flush(struct audit_log *log, int all)
+{
+	struct audit_record lost = AUDIT_RECORD_INIT;
+	struct audit_kv kv[2] = {
+		{ .ak_key = "suppressed" },
+		{ .ak_key = "aggregate", .ak_str = "flush" },
+	};
+	struct audit_agg_slot *s;
+	struct timespec now;
+	long long ts_ms, sec, seq = 0;
+	size_t i = 0;
+	int rv = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	sec = ts_ms / 1000 + 1;		/* as log_append_agg() counts */
+	pthread_mutex_lock(&log->lg_mtx);
+	while ((s = audit_agg_next(log->lg_agg, &i)) != NULL) {
+		if (s->as_pending > 0 && (all || s->as_sec < sec)) {
+			if (log->lg_broken || log_agg_emit(log, s, ts_ms) == -1) {
+				rv = -1;
+				break;
+			}
+			seq = log->lg_seq;
+		}
+		/* Idle for a while: the slot is free again. */
+		if (s->as_pending == 0 && s->as_sec < sec - 2)
+			s->as_used = 0;
+	}
+	if (rv == 0 && log->lg_agg_lost > 0) {
+		lost.ar_event = AUDIT_EV_DENY;
+		lost.ar_decision = "deny";
+		lost.ar_reason = "aggregate_overflow";
+		kv[0].ak_num = log->lg_agg_lost;
+		lost.ar_extra = kv;
+		lost.ar_nextra = 2;
+		if (log_append(log, &lost, ts_ms) == 0) {
+			log->lg_agg_lost = 0;
+			seq = log->lg_seq;
+		} else
+			rv = -1;
+	}
+	pthread_mutex_unlock(&log->lg_mtx);
+	if (seq > 0 && log->lg_fsync != AUDIT_FSYNC_NEVER && log_sync(log, seq) == -1)
+		rv = -1;
+	return rv;
+}
+
+int
+audit_error(struct audit_log *log)
+{
+	return __atomic_load_n(&log->lg_err, __ATOMIC_RELAXED);
 }

@@ -47,6 +47,14 @@ enum audit_event {
 	AUDIT_EV_ALARM,		/* the host was disturbed (airlock's rules gone) */
 };
 
+/* How audit_write() aggregates a denial. */
+enum audit_agg {
+	AUDIT_AGG_NONE = 0,		/* every record written */
+	AUDIT_AGG_DST,			/* per (sandbox, reason, dst) and second */
+	AUDIT_AGG_SANDBOX,		/* per (sandbox, reason): dst does not matter to
+					   the reason (limits), and the VM picks it */
+};
+
 /* A key/value added to a record (e.g. "qname", "qtype", "policy_hash", "action"). */
 struct audit_kv {
 	const char	*ak_key;
@@ -78,6 +86,7 @@ struct audit_record {
 	const struct audit_kv *ar_extra; /* ar_nextra extra fields */
 	size_t		 ar_nextra;
 	long long	 ar_ts_ms;	/* ms since the epoch; 0 (default): now */
+	enum audit_agg	 ar_aggregate;	/* a denial: aggregate (see audit_write()) */
 };
 #define AUDIT_RECORD_INIT { .ar_status = -1, .ar_bytes_up = -1, \
 	.ar_bytes_down = -1, .ar_ms = -1 }
@@ -130,8 +139,54 @@ struct audit_log *audit_open_keyed(const char *path, enum audit_fsync fs,
  * names a standard field, too many extra fields or inject names), EIO if an earlier
  * failed write could not be undone (the log then refuses every write), or the errno
  * of write/fsync.  A failed write leaves the file and the chain as they were.
+ * When the policy asks for an fsync, the call returns once the record is on disk:
+ * it waits (outside the log's mutex) for one fdatasync() that covers every record
+ * written before it (group commit).
+ *
+ * A denial (decision "deny", a reason) with ar_aggregate is aggregated per
+ * (sandbox, reason, dst) and second of its ts (AUDIT_AGG_DST; per (sandbox, reason)
+ * with AUDIT_AGG_SANDBOX, whose flush records have no dst): the first is written
+ * (and synced) at once; the others are only counted, and the count goes out as
+ * "suppressed":N in the key's next written record, or in a record of its own
+ * (event "deny" with sandbox, dst, reason, "suppressed":N, "aggregate":"flush", no
+ * src) written by audit_flush().  The written denials plus every "suppressed" are
+ * exactly the denials.  An aggregated denial that cannot be written (full disk) is
+ * counted the same way and the call returns 0; audit_error() says the log is failing.
+ * The table is bounded (4096 keys, a keyed hash): a key that finds no room writes
+ * the oldest aggregate of its set first (if even that fails, its count goes out
+ * later as reason "aggregate_overflow", without sandbox and dst).
  */
 int	audit_write(struct audit_log *log, const struct audit_record *r);
+/*
+ * audit_write() without the wait: *seq is the seq to have on disk before the
+ * record's decision takes effect (0: none), for audit_sync_wait() or
+ * audit_sync_request().
+ */
+int	audit_write_nowait(struct audit_log *log, const struct audit_record *r,
+	    long long *seq);
+/* Waits until records up to seq are on disk (0: at once).  Returns 0 or -1 (errno). */
+int	audit_sync_wait(struct audit_log *log, long long seq);
+/*
+ * Starts the log's sync thread (once; after any fork, e.g. daemon()): it runs the
+ * fdatasync() that audit_sync_request() asks for, then calls notify(arg) from its
+ * own thread.  audit_close() stops it.  Returns 0, or -1 with errno.
+ */
+int	audit_sync_start(struct audit_log *log, void (*notify)(void *), void *arg);
+/* Asks the sync thread for records up to seq on disk; returns at once. */
+void	audit_sync_request(struct audit_log *log, long long seq);
+/* Records up to this seq are on disk. */
+long long audit_synced(struct audit_log *log);
+/*
+ * Writes the counts of aggregates whose second is over (all of them with all != 0;
+ * audit_close() does that) and fsyncs them per policy.  Call it about once a second.
+ * Returns 0, or -1 with errno when a record could not be written (it stays counted).
+ */
+int	audit_flush(struct audit_log *log, int all);
+/*
+ * 0 while the log writes, else the errno of the last failed write (ENOSPC, EIO,
+ * ...) until a write succeeds again; a failed fdatasync() stays for good.
+ */
+int	audit_error(struct audit_log *log);
 /*
  * After the file was renamed away (logrotate), opens path anew and continues the
  * chain there.  Refuses (-1, err) if what is on disk does not end where this log's

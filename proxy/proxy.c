@@ -1583,6 +1583,7 @@ proxy_main(const struct proxy_opts *o)
 {
 	struct event_base *base = NULL;
 	struct event *ev_hup = NULL, *ev_term = NULL, *ev_int = NULL;
+	struct event *ev_audit = NULL;
 	struct proxy_ctl *ctl = NULL;
 	struct passwd *pw = NULL;
 	json_t *reply;
@@ -1689,6 +1690,9 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("event_base_new failed");
 		goto out;
 	}
+	/* After daemon(): a thread does not survive a fork. */
+	if (proxy_audit_sync_start() == -1)
+		log_warn("audit sync thread: denials wait in the workers");
 	if (proxy_threads_start(proxy_fd, udp_fd, tcp_fd, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		goto out;
@@ -1710,6 +1714,10 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("signal events failed");
 		goto out;
 	}
+	if ((ev_audit = proxy_audit_timer_new(base)) == NULL) {
+		log_warnx("audit flush timer failed");
+		goto out;
+	}
 	log_info("ready: proxy port %u, dns port %u, %u worker(s), uid %u",
 	    proxy_cfg.proxy_port, proxy_cfg.dns_port, proxy_nthreads,
 	    (unsigned int)geteuid());
@@ -1725,6 +1733,8 @@ proxy_main(const struct proxy_opts *o)
 		event_free(ev_term);
 	if (ev_int != NULL)
 		event_free(ev_int);
+	if (ev_audit != NULL)
+		event_free(ev_audit);
 	proxy_ctl_free(ctl);
 	proxy_threads_stop();
 	proxy_netwatch_stop();

@@ -169,6 +169,35 @@ int	proxy_netwatch_listen(struct event_base *base);
 void	proxy_netwatch_stop(void);
 uint64_t proxy_netwatch_count(int reinstalled);
 
+/* proxy_audit.c: aggregates flushed each second, fail closed on a failing log */
+/*
+ * 1 while the audit log writes (or there is none), 0 when it cannot: new
+ * connections are then refused (audit_unavailable).  Logs each change once.
+ */
+int	proxy_audit_is_writable(void);
+/*
+ * How a denial with reason is aggregated: per sandbox for the limits (and
+ * audit_unavailable, unknown_sandbox), whose destination the VM may vary at will;
+ * per destination for the rest.
+ */
+enum audit_agg proxy_audit_agg(const char *reason);
+/*
+ * Starts the audit log's sync thread (after daemon()), which lets denials wait
+ * for the disk without blocking a worker: proxy_audit_park().  Returns 0 or -1.
+ */
+int	proxy_audit_sync_start(void);
+/*
+ * Keeps a dup of fd (a denied client's socket, SO_LINGER 0 set) open until the
+ * audit record seq is on disk, then closes it in base's thread: the VM's reset
+ * waits, the worker does not.  Returns 0, or -1 when it cannot (the caller then
+ * waits with audit_sync_wait()).
+ */
+int	proxy_audit_park(struct event_base *base, int fd, long long seq);
+/* Closes base's parked fds at once (worker shutdown). */
+void	proxy_audit_park_free(struct event_base *base);
+/* The one-second flush timer on base, added; event_free() it.  NULL on failure. */
+struct event *proxy_audit_timer_new(struct event_base *base);
+
 /* proxy.c: the daemon's life (internals shared with proxy_ctl.c) */
 struct json_t;
 struct proxy_opts {
@@ -220,8 +249,6 @@ int	proxy_map_addr_to_name(struct proxy_map *m, const struct netaddr *a,
 	    char *out, size_t outlen);
 /* Live mappings (for stats and tests). */
 size_t	proxy_map_count(struct proxy_map *m);
-/* SipHash-2-4 of len bytes under a 16-byte key (keyed tables fed by the VM). */
-uint64_t proxy_siphash(const uint8_t key[16], const void *data, size_t len);
 
 /* proxy_dns.c: policy DNS over UDP and TCP on the dns_port (fds bound by proxy.c) */
 struct proxy_dns;

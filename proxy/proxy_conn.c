@@ -46,7 +46,13 @@
  *                        (one still in its peek, resolving or connecting too)
  *   sandbox_removed      the sandbox went away under a live connection
  *   unknown_sandbox      the source address is no sandbox's (a record without a
- *                        sandbox, at most one a second: "suppressed" counts the rest)
+ *                        sandbox)
+ *   audit_unavailable    the audit log cannot be written (full disk, I/O error)
+ *
+ * Every denial record is aggregated (audit_write(), ar_aggregate): per sandbox,
+ * reason and destination (per sandbox and reason for the limits, unknown_sandbox
+ * and audit_unavailable: proxy_audit_agg()), the first of a second is written, the
+ * rest counted ("suppressed").
  *
  * Threads: every function here runs in its worker's thread; a worker's connection
  * list is touched by no other thread.  Shared state (the sandbox registry, the audit
@@ -120,10 +126,12 @@ proxy_conn_ms(const struct proxy_conn *c)
 /*
  * The one audit record of c.  Denials are written (and, per audit.fsync, synced)
  * before the reset goes out, so a reviewer never misses a refusal the VM saw.
+ * Returns the seq to have on disk first (0: none; proxy_conn_close() waits).
  */
-static void
+static long long
 proxy_conn_audit(struct proxy_conn *c, const char *reason)
 {
+	long long seq = 0;
 	struct audit_record r = AUDIT_RECORD_INIT;
 	struct audit_kv kv[2];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
@@ -163,9 +171,12 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 		r.ar_bytes_down = (long long)c->pc_down;
 	}
 	r.ar_ms = proxy_conn_ms(c);
-	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
+	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
+	if (proxy_audit() != NULL && audit_write_nowait(proxy_audit(), &r,
+	    &seq) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);
+	return seq;
 }
 
 /* Sends a fatal TLS alert (description desc) without waiting: the socket is fresh. */
@@ -182,11 +193,12 @@ void
 proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 {
 	struct linger lg = { 1, 0 };
+	long long seq = 0;
 	int fd;
 
 	/* A VM that left before saying anything had nothing decided: no record. */
 	if (reason != NULL || c->pc_state >= PC_DECIDED) {
-		proxy_conn_audit(c, reason);
+		seq = proxy_conn_audit(c, reason);
 		if (c->pc_sandbox != NULL)
 			proxy_sandbox_count(c->pc_sandbox, reason != NULL ?
 			    PROXY_STAT_DENIED : PROXY_STAT_ALLOWED, 1);
@@ -198,8 +210,15 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 		if (rst && fd != -1 &&
 		    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
 			log_debug("SO_LINGER: %s", strerror(errno));
-		bufferevent_free(c->pc_client);
+		/* The reset waits for the disk; the worker does not (if it can). */
+		if (seq > 0 && rst && fd != -1 &&
+		    proxy_audit_park(c->pc_worker->pw_base, fd, seq) == 0)
+			seq = 0;
 	}
+	if (seq > 0 && audit_sync_wait(proxy_audit(), seq) == -1)
+		log_warn("audit sync (connection %llu)", (unsigned long long)c->pc_id);
+	if (c->pc_client != NULL)
+		bufferevent_free(c->pc_client);
 	if (c->pc_server != NULL) {
 		fd = bufferevent_getfd(c->pc_server);
 		if (rst && fd != -1)
@@ -557,32 +576,19 @@ proxy_conn_orig_dst(int fd, struct netaddr *dst, uint16_t *port)
 /*
  * A connection from a source that is no sandbox (not attached, or not yet known to
  * this daemon): a "deny" record without a sandbox, reason unknown_sandbox (the code
- * policy DNS uses for the same case).  At most one record a second, process-wide,
- * so that a flood cannot flood the log; the next record counts the ones left out
- * ("suppressed").  fd is still the raw accepted socket.
+ * policy DNS uses for the same case), aggregated per destination and second like
+ * every denial, so that a flood cannot flood the log.  fd is still the raw
+ * accepted socket.
  */
 static void
 proxy_conn_unknown(struct proxy_conn *c, int fd)
 {
-	static long long last;		/* atomic: second of the last record */
-	static long long suppressed;	/* atomic */
 	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv;
-	struct timespec ts;
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof(ss);
 	char src[NETADDR_STRLEN + 8], dst[NETADDR_STRLEN + 8];
-	long long prev, now;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (long long)ts.tv_sec + 1;	/* never 0, the initial value */
-	prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
-	if (prev >= now || !__atomic_compare_exchange_n(&last, &prev, now, 0,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		__atomic_add_fetch(&suppressed, 1, __ATOMIC_RELAXED);
-		log_debug("connection from an unknown source: reset");
-		return;
-	}
+	log_debug("connection from an unknown source: reset");
 	r.ar_event = AUDIT_EV_DENY;
 	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
 	/* Not redirected (no conntrack entry): the listener's own address. */
@@ -594,13 +600,7 @@ proxy_conn_unknown(struct proxy_conn *c, int fd)
 	r.ar_dst = proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
 	r.ar_decision = "deny";
 	r.ar_reason = "unknown_sandbox";
-	kv.ak_key = "suppressed";
-	kv.ak_str = NULL;
-	kv.ak_num = __atomic_exchange_n(&suppressed, 0, __ATOMIC_RELAXED);
-	if (kv.ak_num > 0) {
-		r.ar_extra = &kv;
-		r.ar_nextra = 1;
-	}
+	r.ar_aggregate = AUDIT_AGG_SANDBOX;
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
 		log_warn("audit write (unknown source)");
 }
@@ -654,6 +654,11 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (proxy_conn_orig_dst(bufferevent_getfd(c->pc_client), &c->pc_dst,
 	    &c->pc_dport) == -1) {
 		why = "not_redirected";
+		goto deny;
+	}
+	/* Fail closed: nothing is let in that the log could not record. */
+	if (!proxy_audit_is_writable()) {
+		why = "audit_unavailable";
 		goto deny;
 	}
 	if (p->p_limits.pl_connections != 0 && proxy_sandbox_counter(
@@ -761,6 +766,7 @@ proxy_worker_free(struct proxy_worker *w)
 		evconnlistener_free(w->pw_listener);
 	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
 		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : "shutdown", 1);
+	proxy_audit_park_free(w->pw_base);
 	SSL_CTX_free(w->pw_tls_in);
 	SSL_CTX_free(w->pw_tls_out);
 	free(w);

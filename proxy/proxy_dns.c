@@ -44,6 +44,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "proxy_dns_codec.h"
+#include "siphash.h"
 
 #define DNS_WINDOW_MS		10000	/* audit aggregation window */
 #define DNS_TICK_MS		1000	/* each instance's timer; the window decides */
@@ -231,7 +232,7 @@ dns_out_flush(struct dns_out *o)
 static uint32_t
 dns_sb_hash(const char *name)
 {
-	return (uint32_t)proxy_siphash(dns_st.key, name, strlen(name)) %
+	return (uint32_t)siphash24(dns_st.key, name, strlen(name)) %
 	    DNS_SB_BUCKETS;
 }
 
@@ -286,7 +287,7 @@ dns_agg_hash(const struct dns_rec *r)
 	buf[a + b + 3] = r->dr_qtype & 0xff;
 	buf[a + b + 4] = (uint8_t)r->dr_outcome;
 	buf[a + b + 5] = (uint8_t)r->dr_would_deny;
-	return (uint32_t)proxy_siphash(dns_st.key, buf, a + b + 6) %
+	return (uint32_t)siphash24(dns_st.key, buf, a + b + 6) %
 	    DNS_AGG_BUCKETS;
 }
 

@@ -257,6 +257,7 @@ pi_audit_request(struct proxy_conn *c, const char *reason, int status)
 	r.ar_bytes_up = (long long)pi->pi_up;
 	r.ar_bytes_down = (long long)pi->pi_down;
 	r.ar_ms = pi_ms(&pi->pi_t0);
+	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);

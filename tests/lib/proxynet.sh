@@ -13,9 +13,15 @@
 #	pn_setup TAG			# namespaces H, I; temp dir $T; origin CA
 #	pn_vm VAR I			# VM namespace I (1..60) into variable VAR
 #	pn_hosts LINE...		# /etc/netns/$H/hosts (what airlockd resolves)
+#	pn_two_origins			# origin.test (TLS 443), git2.test (banner 2222)
+#	pn_mapped NS NAME		# the mapped address NAME resolves to in NS
 #	pn_start [EXTRA-CONFIG]		# airlockd in $H ($DPID); 1 if it did not start
+#					# ($PN_AUDIT: the "audit" object, default
+#					# $T/audit.jsonl without fsync; $PN_WRAP: a
+#					# command airlockd's command line is run by)
 #	pn_attach NAME I POLICY		# airlock net attach NAME for VM I
 #	pn_guest I / pn_hostip I	# the addresses of VM I
+#	pn_denials SB REASON [FILE]	# denials in the audit log: records + "suppressed"
 #	ok STATUS DESC / pn_done	# TAP (tests/lib/tap.sh; pn_done ends)
 #
 # Cleanup (EXIT trap from netns.sh): the daemon and origins (by PID), the namespaces
@@ -122,16 +128,31 @@ pn_hosts() {
 	printf '%s\n' "127.0.0.1 localhost" "$@" >"/etc/netns/$H/hosts"
 }
 
+# 11.0.0.2 serves origin.test (TLS on 443, certificate from the test CA) and
+# git2.test (a banner on 2222).
+pn_two_origins() {
+	pn_hosts "11.0.0.2 origin.test git2.test"
+	origin_cert "$T" origin.test origin.test &&
+	    origin_start "$I" tls 11.0.0.2 443 origin.test "$T/origin.test.pem" \
+	    "$T/origin.test.key" &&
+	    origin_start "$I" banner 11.0.0.2 2222 git2.test
+}
+
+pn_mapped() {
+	ip netns exec "$1" timeout 3 getent ahostsv4 "$2" 2>/dev/null |
+	    awk 'NR == 1 { print $1 }'
+}
+
 pn_start() {
-	local i
+	local i audit=${PN_AUDIT:-'{ "path": "'"$T"'/audit.jsonl", "fsync": "never" }'}
 	cat >"$T/airlock.json" <<-EOF
 	{ "state_dir": "$T/state", "control_socket": "$T/control.sock",
 	  "proxy_port": 15001, "dns_port": 15053, "workers": 2,
-	  "audit": { "path": "$T/audit.jsonl", "fsync": "never" }${1:+,
+	  "audit": $audit${1:+,
 	  $1} }
 	EOF
-	ip netns exec "$H" "$AIRLOCKD" --config "$T/airlock.json" --foreground \
-	    2>"$T/airlockd.log" &
+	${PN_WRAP:-} ip netns exec "$H" "$AIRLOCKD" --config "$T/airlock.json" \
+	    --foreground 2>"$T/airlockd.log" &
 	DPID=$!
 	for i in $(seq 100); do
 		"$AIRLOCK" --config "$T/airlock.json" stats >/dev/null 2>&1 &&
@@ -145,6 +166,18 @@ pn_start() {
 pn_attach() {
 	inH "$AIRLOCK" --config "$T/airlock.json" net attach "$1" --policy "$3" \
 	    --iface "vh$2" --guest-ip "$(pn_guest "$2")" >/dev/null
+}
+
+# Denials of sandbox SB (- for none) with REASON: each record that is a denial
+# itself, plus every "suppressed" count (aggregated denials, README "Audit log").
+pn_denials() {
+	perl -ne '
+	    BEGIN { ($sb, $re) = (shift, shift) }
+	    next unless /"event":"deny"/ && /"reason":"\Q$re\E"/;
+	    next unless $sb eq "-" ? !/"sandbox":/ : /"sandbox":"\Q$sb\E"/;
+	    $n += /"suppressed":(\d+)/ ? $1 : 0;
+	    $n++ unless /"aggregate":"flush"/;
+	    END { print $n + 0, "\n" }' "$1" "$2" "${3:-$T/audit.jsonl}"
 }
 
 pn_detach() {
