@@ -103,16 +103,6 @@ static pid_t proxy_reader_pid = -1;
 /* What a sandbox without a loadable policy gets: no rules, every decision a denial. */
 static struct policy proxy_policy_none = { .p_name = "none" };
 
-void
-proxy_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 const struct airlock_config *
 proxy_config(void)
 {

@@ -9,8 +9,10 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "audit.h"
 #include "config.h"
@@ -133,6 +135,23 @@ proxy_sandbox_is_dead(const struct proxy_sandbox *ps)
 	return __atomic_load_n(&ps->ps_dead, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Formats into buf[len], cutting what does not fit (messages only).  Inline: every
+ * file of the daemon uses it, none owns it.
+ */
+static inline void proxy_fmt(char *buf, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+static inline void
+proxy_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
 /* proxy.c: the daemon core */
 /* The sandbox whose guest address is src, referenced; NULL if none. */
 struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
@@ -188,10 +207,6 @@ struct json_t *proxy_cmd_reload(const char *source);
 struct json_t *proxy_cmd_sandbox_add(const char *name);
 struct json_t *proxy_cmd_sandbox_remove(const char *name);
 struct json_t *proxy_cmd_stats(void);
-
-/* Formats into buf[len], cutting what does not fit (messages only). */
-void	proxy_fmt(char *buf, size_t len, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
 
 /* proxy_ctl.c: the control socket */
 /*
