@@ -1095,7 +1095,7 @@ proxy_cmd_reload(const char *source)
 	return reply;
 }
 
-json_t *
+static json_t *
 proxy_cmd_sandbox_add(const char *name)
 {
 	struct proxy_state st;
@@ -1144,7 +1144,7 @@ proxy_cmd_sandbox_add(const char *name)
 	return reply;
 }
 
-json_t *
+static json_t *
 proxy_cmd_sandbox_remove(const char *name)
 {
 	int removed;
@@ -1155,7 +1155,7 @@ proxy_cmd_sandbox_remove(const char *name)
 	return json_pack("{s:b, s:b}", "ok", 1, "removed", removed);
 }
 
-json_t *
+static json_t *
 proxy_cmd_stats(void)
 {
 	json_t *list, *o;
@@ -1203,6 +1203,35 @@ proxy_cmd_stats(void)
 	    "rules_reinstalled", (json_int_t)proxy_netwatch_count(1),
 	    "alarms", (json_int_t)proxy_netwatch_count(0));
 }
+
+static json_t *
+proxy_cmd_ping(const char *name)
+{
+	return json_pack("{s:b, s:i}", "ok", 1, "pid", (int)getpid());
+}
+
+static json_t *
+proxy_cmd_reload_ctl(const char *name)
+{
+	return proxy_cmd_reload("control");
+}
+
+static json_t *
+proxy_cmd_stats_ctl(const char *name)
+{
+	return proxy_cmd_stats();
+}
+
+/* The control socket's commands (include/control.h), for proxy_ctl_new(). */
+static const struct proxy_ctl_cmd proxy_ctl_cmds[] = {
+	/* name,		wants_name, log, fn */
+	{ "ping",		0, 0, proxy_cmd_ping },
+	{ "stats",		0, 0, proxy_cmd_stats_ctl },
+	{ "reload",		0, 1, proxy_cmd_reload_ctl },
+	{ "sandbox_add",	1, 1, proxy_cmd_sandbox_add },
+	{ "sandbox_remove",	1, 1, proxy_cmd_sandbox_remove },
+	{ NULL,			0, 0, NULL }
+};
 
 /* Drops and forgets every sandbox (at exit). */
 static void
@@ -1683,7 +1712,7 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("%s", err);
 		goto out;
 	}
-	if ((ctl = proxy_ctl_new(base, ctl_fd)) == NULL) {
+	if ((ctl = proxy_ctl_new(base, ctl_fd, proxy_ctl_cmds)) == NULL) {
 		log_warnx("control socket: cannot serve it");
 		goto out;
 	}

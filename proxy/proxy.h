@@ -199,14 +199,8 @@ struct proxy_opts {
 };
 /* Runs airlockd; returns the process exit status. */
 int	proxy_main(const struct proxy_opts *o);
-/*
- * The control commands, run on the main thread.  Each returns the reply object
- * ({"ok":true,...} or {"ok":false,"error":...}), to be released with json_decref().
- */
+/* Reloads every record ("start", "sighup", "control"): the reply, as cm_fn's. */
 struct json_t *proxy_cmd_reload(const char *source);
-struct json_t *proxy_cmd_sandbox_add(const char *name);
-struct json_t *proxy_cmd_sandbox_remove(const char *name);
-struct json_t *proxy_cmd_stats(void);
 
 /* proxy_ctl.c: the control socket */
 /*
@@ -215,9 +209,27 @@ struct json_t *proxy_cmd_stats(void);
  * Returns the fd, or -1 with one line in err.
  */
 int	proxy_ctl_open(const char *path, char *err, size_t errlen);
+/*
+ * One control command (include/control.h lists them).  cm_wants_name: the request
+ * carries a "name", checked with sandbox_name_is_valid() before cm_fn runs (else
+ * name is NULL).  cm_log: the control socket logs it ("control: CMD [NAME] (uid N)").
+ * cm_fn runs on the main thread and returns the reply object ({"ok":true,...} or
+ * {"ok":false,"error":...}), released by the caller with json_decref().  A table
+ * ends with a NULL cm_name.
+ */
+struct proxy_ctl_cmd {
+	const char	*cm_name;
+	int		 cm_wants_name;
+	int		 cm_log;
+	struct json_t	*(*cm_fn)(const char *name);
+};
 struct proxy_ctl;
-/* Serves fd (taken over) on base.  Returned server freed with proxy_ctl_free(). */
-struct proxy_ctl *proxy_ctl_new(struct event_base *base, int fd);
+/*
+ * Serves fd (taken over) on base with the commands of cmds (borrowed: it must
+ * outlive the server).  Returned server freed with proxy_ctl_free().
+ */
+struct proxy_ctl *proxy_ctl_new(struct event_base *base, int fd,
+	    const struct proxy_ctl_cmd *cmds);
 void	proxy_ctl_free(struct proxy_ctl *c);
 
 /* proxy_map.c: per-sandbox mapped addresses (thread-safe, bounded LRU) */
