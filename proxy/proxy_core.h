@@ -1,0 +1,62 @@
+/*
+ * proxy/proxy_core.h: what the daemon's core shares and nobody else needs.  The core
+ * is start-up and the daemon's life (proxy.c), the root state reader
+ * (proxy_reader.c), the sandbox registry (proxy_registry.c), and reload and the
+ * control commands (proxy_reload.c).  The connection path and DNS reach the core
+ * through proxy.h only.  Prototypes are grouped by the file that defines them.
+ */
+#ifndef AIRLOCK_PROXY_CORE_H
+#define AIRLOCK_PROXY_CORE_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include "proxy.h"
+#include "sandbox.h"
+
+struct proxy_keys;
+
+/* proxy.c: start-up and the daemon's life */
+extern struct airlock_config proxy_cfg;	/* loaded once, before anything else */
+extern struct audit_log *proxy_log;	/* NULL until opened, and after the end */
+
+/* proxy_reader.c: the root state reader */
+/* One sandbox record and its policy file's bytes, as read from the state dir. */
+struct proxy_rec {
+	struct sandbox	 pr_sb;
+	int		 pr_errno;	/* reading the policy file: 0 or errno */
+	char		*pr_buf;
+	size_t		 pr_len;
+};
+
+struct proxy_state {
+	struct proxy_rec *st_v;
+	size_t		 st_n;
+};
+
+/* The socket to the root reader: -1 if there is none, -2 once it broke. */
+extern int proxy_reader_fd;
+/* Frees what st holds (not st) and empties it. */
+void	proxy_state_free(struct proxy_state *st);
+/*
+ * Reads every record and its policy here, with this process's rights, into st
+ * (released with proxy_state_free()).  0, or -1 with err (st empty).
+ */
+int	proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen);
+/* Forks the root reader (as root, before any other fd is open).  0, or -1 with err. */
+int	proxy_reader_start(char *err, size_t errlen);
+/* Ends the root reader, if there is one, and waits for it. */
+void	proxy_reader_stop(void);
+/*
+ * Every record and its policy, through the root reader if there is one, into st
+ * (released with proxy_state_free()).  0, or -1 with err (st empty).
+ */
+int	proxy_state_read(struct proxy_state *st, char *err, size_t errlen);
+/*
+ * The key material, through the root reader if there is one, into *out (one
+ * reference, not installed; put it with proxy_keys_put()).  0, or -1 with err.
+ */
+int	proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen);
+
+#endif
