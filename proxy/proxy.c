@@ -53,7 +53,6 @@
 #include "proxy_keys.h"
 #include "vault.h"
 
-#define PROXY_MAP_MAX		4096	/* mapped names per sandbox (LRU beyond) */
 #define PROXY_WORKERS_MAX	64
 #define PROXY_ERRORS_SHOWN	10	/* policy errors per sandbox in a reply */
 
@@ -70,14 +69,8 @@ struct proxy_thread {
 
 struct airlock_config proxy_cfg;
 struct audit_log *proxy_log;
-static pthread_rwlock_t proxy_reg_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct proxy_sandbox **proxy_reg;	/* registry: one reference each */
-static size_t proxy_nreg;
 static struct proxy_thread *proxy_threads;
 static unsigned int proxy_nthreads;
-
-/* What a sandbox without a loadable policy gets: no rules, every decision a denial. */
-static struct policy proxy_policy_none = { .p_name = "none" };
 
 const struct airlock_config *
 proxy_config(void)
@@ -89,143 +82,6 @@ struct audit_log *
 proxy_audit(void)
 {
 	return proxy_log;
-}
-
-/*
- * Registry and references.
- */
-
-/* A new reference-counted wrapper (1 reference) for p, or for the empty policy. */
-static struct proxy_policy *
-proxy_policy_new(struct policy *p)
-{
-	struct proxy_policy *pp;
-
-	if ((pp = calloc(1, sizeof(*pp))) == NULL)
-		return NULL;
-	pp->pp_policy = p != NULL ? p : &proxy_policy_none;
-	pp->pp_refs = 1;
-	return pp;
-}
-
-void
-proxy_policy_put(struct proxy_policy *pp)
-{
-	if (pp == NULL)
-		return;
-	if (__atomic_sub_fetch(&pp->pp_refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	if (pp->pp_policy != &proxy_policy_none)
-		policy_free(pp->pp_policy);
-	proxy_keys_put(pp->pp_keys);
-	free(pp);
-}
-
-struct proxy_keys *
-proxy_policy_keys(const struct proxy_policy *pp)
-{
-	if (pp == NULL || pp->pp_keys == NULL)
-		return proxy_keys_get();
-	__atomic_add_fetch(&pp->pp_keys->pk_refs, 1, __ATOMIC_RELAXED);
-	return pp->pp_keys;
-}
-
-static int
-proxy_policy_is_none(const struct proxy_policy *pp)
-{
-	return pp->pp_policy == &proxy_policy_none;
-}
-
-struct proxy_sandbox *
-proxy_sandbox_find(const struct netaddr *src)
-{
-	struct proxy_sandbox *ps = NULL;
-	size_t i;
-
-	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
-		return NULL;
-	for (i = 0; i < proxy_nreg; i++) {
-		if (netaddr_equal(&proxy_reg[i]->ps_rec.sb_guest_ip, src)) {
-			ps = proxy_reg[i];
-			__atomic_add_fetch(&ps->ps_refs, 1, __ATOMIC_RELAXED);
-			break;
-		}
-	}
-	pthread_rwlock_unlock(&proxy_reg_lock);
-	return ps;
-}
-
-void
-proxy_sandbox_put(struct proxy_sandbox *ps)
-{
-	if (ps == NULL)
-		return;
-	if (__atomic_sub_fetch(&ps->ps_refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	proxy_policy_put(ps->ps_policy);
-	proxy_map_free(ps->ps_map);
-	pthread_mutex_destroy(&ps->ps_limit_mtx);
-	free(ps);
-}
-
-struct proxy_policy *
-proxy_sandbox_policy(struct proxy_sandbox *ps)
-{
-	struct proxy_policy *pp;
-
-	/*
-	 * The write lock is held while ps_policy is swapped; the old one is put after.
-	 * A lock that cannot be taken (EAGAIN: too many readers) is the caller's
-	 * refusal, never the process's end.
-	 */
-	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
-		return NULL;
-	pp = ps->ps_policy;
-	__atomic_add_fetch(&pp->pp_refs, 1, __ATOMIC_RELAXED);
-	pthread_rwlock_unlock(&proxy_reg_lock);
-	return pp;
-}
-
-static void
-proxy_reg_wrlock(void)
-{
-	if (pthread_rwlock_wrlock(&proxy_reg_lock) != 0)
-		fatalx("registry lock");
-}
-
-static void
-proxy_reg_unlock(void)
-{
-	pthread_rwlock_unlock(&proxy_reg_lock);
-}
-
-/* Index of the sandbox called name, or -1.  Caller holds the lock. */
-static ssize_t
-proxy_reg_index(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < proxy_nreg; i++)
-		if (strcmp(proxy_reg[i]->ps_rec.sb_name, name) == 0)
-			return (ssize_t)i;
-	return -1;
-}
-
-/*
- * Takes entry i out of the registry and marks it dead.  Returns it with the
- * registry's reference, which the caller puts (after auditing).  Caller holds the
- * write lock.
- */
-static struct proxy_sandbox *
-proxy_reg_take(size_t i)
-{
-	struct proxy_sandbox *ps = proxy_reg[i];
-
-	__atomic_store_n(&ps->ps_dead, 1, __ATOMIC_RELEASE);
-	memmove(&proxy_reg[i], &proxy_reg[i + 1],
-	    (proxy_nreg - i - 1) * sizeof(*proxy_reg));
-	proxy_nreg--;
-	return ps;
 }
 
 /*
@@ -283,39 +139,6 @@ proxy_audit_config(const char *name, const struct policy *p, const char *file,
 /*
  * Applying records to the registry.
  */
-
-static int
-proxy_sandbox_same(const struct sandbox *a, const struct sandbox *b)
-{
-	return a->sb_kind == b->sb_kind &&
-	    strcmp(a->sb_iface, b->sb_iface) == 0 &&
-	    netaddr_equal(&a->sb_host_ip, &b->sb_host_ip) &&
-	    netaddr_equal(&a->sb_guest_ip, &b->sb_guest_ip) &&
-	    a->sb_prefix == b->sb_prefix &&
-	    strcmp(a->sb_mac, b->sb_mac) == 0;
-}
-
-/* A new registry entry (one reference) for sb with policy pp (taken over). */
-static struct proxy_sandbox *
-proxy_sandbox_new(const struct sandbox *sb, struct proxy_policy *pp)
-{
-	struct proxy_sandbox *ps;
-
-	if ((ps = calloc(1, sizeof(*ps))) == NULL)
-		return NULL;
-	if ((ps->ps_map = proxy_map_new(&proxy_cfg.mapped_pool,
-	    PROXY_MAP_MAX)) == NULL) {
-		free(ps);
-		return NULL;
-	}
-	ps->ps_rec = *sb;
-	ps->ps_policy = pp;
-	ps->ps_refs = 1;
-	pthread_mutex_init(&ps->ps_limit_mtx, NULL);
-	proxy_fmt(ps->ps_policy_file, sizeof(ps->ps_policy_file), "%s",
-	    sb->sb_policy);
-	return ps;
-}
 
 static json_t *
 proxy_reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -668,44 +491,47 @@ proxy_cmd_sandbox_remove(const char *name)
 	return json_pack("{s:b, s:b}", "ok", 1, "removed", removed);
 }
 
+/* One sandbox's entry in the stats reply, appended to the array arg. */
+static void
+proxy_stats_sandbox(struct proxy_sandbox *ps, void *arg)
+{
+	json_t *list = arg, *o;
+	const struct policy *p = ps->ps_policy->pp_policy;
+	char ip[NETADDR_STRLEN];
+
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I, s:I}",
+	    "name", ps->ps_rec.sb_name,
+	    "iface", ps->ps_rec.sb_iface,
+	    "guest_ip", netaddr_fmt(&ps->ps_rec.sb_guest_ip, ip, sizeof(ip)),
+	    "policy", p->p_name,
+	    "policy_hash", p->p_hash,
+	    "policy_file", ps->ps_policy_file,
+	    "conns_live", (json_int_t)proxy_sandbox_counter(&ps->ps_conns_live),
+	    "allowed", (json_int_t)proxy_sandbox_counter(&ps->ps_allowed),
+	    "denied", (json_int_t)proxy_sandbox_counter(&ps->ps_denied),
+	    "bytes_up", (json_int_t)proxy_sandbox_counter(&ps->ps_bytes_up),
+	    "bytes_down", (json_int_t)proxy_sandbox_counter(&ps->ps_bytes_down),
+	    "dns_queries", (json_int_t)proxy_sandbox_counter(&ps->ps_dns_queries),
+	    "dns_denied", (json_int_t)proxy_sandbox_counter(&ps->ps_dns_denied));
+	if (o == NULL)
+		return;
+	if (ps->ps_policy_error[0] != '\0')
+		json_object_set_new(o, "policy_error",
+		    json_string(ps->ps_policy_error));
+	json_array_append_new(list, o);
+}
+
 static json_t *
 proxy_cmd_stats(void)
 {
-	json_t *list, *o;
-	char ip[NETADDR_STRLEN], head[AUDIT_HASH_HEX + 1];
+	json_t *list;
+	char head[AUDIT_HASH_HEX + 1];
 	long long seq;
-	size_t i;
 
 	list = json_array();
-	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
+	if (proxy_reg_foreach(proxy_stats_sandbox, list) == -1)
 		return proxy_reply_error("registry lock");
-	for (i = 0; i < proxy_nreg; i++) {
-		struct proxy_sandbox *ps = proxy_reg[i];
-		const struct policy *p = ps->ps_policy->pp_policy;
-
-		o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, "
-		    "s:I, s:I, s:I}",
-		    "name", ps->ps_rec.sb_name,
-		    "iface", ps->ps_rec.sb_iface,
-		    "guest_ip", netaddr_fmt(&ps->ps_rec.sb_guest_ip, ip, sizeof(ip)),
-		    "policy", p->p_name,
-		    "policy_hash", p->p_hash,
-		    "policy_file", ps->ps_policy_file,
-		    "conns_live", (json_int_t)proxy_sandbox_counter(&ps->ps_conns_live),
-		    "allowed", (json_int_t)proxy_sandbox_counter(&ps->ps_allowed),
-		    "denied", (json_int_t)proxy_sandbox_counter(&ps->ps_denied),
-		    "bytes_up", (json_int_t)proxy_sandbox_counter(&ps->ps_bytes_up),
-		    "bytes_down", (json_int_t)proxy_sandbox_counter(&ps->ps_bytes_down),
-		    "dns_queries", (json_int_t)proxy_sandbox_counter(&ps->ps_dns_queries),
-		    "dns_denied", (json_int_t)proxy_sandbox_counter(&ps->ps_dns_denied));
-		if (o == NULL)
-			continue;
-		if (ps->ps_policy_error[0] != '\0')
-			json_object_set_new(o, "policy_error",
-			    json_string(ps->ps_policy_error));
-		json_array_append_new(list, o);
-	}
-	pthread_rwlock_unlock(&proxy_reg_lock);
 	/* The chain's head: an anchor for `airlock audit verify --head`. */
 	seq = proxy_log != NULL ? audit_head(proxy_log, head) : 0;
 	if (proxy_log == NULL)
@@ -745,24 +571,6 @@ static const struct proxy_ctl_cmd proxy_ctl_cmds[] = {
 	{ "sandbox_remove",	1, 1, proxy_cmd_sandbox_remove },
 	{ NULL,			0, 0, NULL }
 };
-
-/* Drops and forgets every sandbox (at exit). */
-static void
-proxy_reg_clear(void)
-{
-	struct proxy_sandbox *ps;
-
-	for (;;) {
-		proxy_reg_wrlock();
-		ps = proxy_nreg > 0 ? proxy_reg_take(proxy_nreg - 1) : NULL;
-		proxy_reg_unlock();
-		if (ps == NULL)
-			break;
-		proxy_sandbox_put(ps);
-	}
-	free(proxy_reg);
-	proxy_reg = NULL;
-}
 
 /*
  * Sockets and privileges.

@@ -52,7 +52,7 @@ struct proxy_sandbox {
 	struct proxy_map *ps_map;		/* name <-> mapped address, own lock */
 	unsigned int	 ps_refs;		/* atomic */
 	int		 ps_dead;		/* removed from the registry */
-	/* counters and limits: atomics, owned by proxy.c */
+	/* counters: atomics, counted on the connection path and DNS, read by stats */
 	uint64_t	 ps_conns_live;
 	uint64_t	 ps_allowed;
 	uint64_t	 ps_denied;
@@ -63,7 +63,7 @@ struct proxy_sandbox {
 	/* limits (proxy_conn_limit.c): this sandbox's own buckets and lock */
 	pthread_mutex_t	 ps_limit_mtx;
 	struct proxy_buckets ps_buckets;
-	/* core-private (proxy.c): the policy file in force, under the registry lock */
+	/* core-private (proxy_reload.c): the policy file in force, under the registry lock */
 	char		 ps_policy_file[PATH_MAX];
 	char		 ps_policy_error[256];	/* last load error, "" if none */
 };
@@ -152,7 +152,7 @@ proxy_fmt(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* proxy.c: the daemon core */
+/* proxy_registry.c: the sandbox registry */
 /* The sandbox whose guest address is src, referenced; NULL if none. */
 struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
 void	proxy_sandbox_put(struct proxy_sandbox *ps);
@@ -170,7 +170,8 @@ void	proxy_policy_put(struct proxy_policy *pp);
  * none (or pp is NULL); NULL before the first load.
  */
 struct proxy_keys *proxy_policy_keys(const struct proxy_policy *pp);
-/* The daemon's configuration and audit log (valid for the process lifetime). */
+
+/* proxy.c: the daemon's configuration and audit log (valid for the process lifetime) */
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);
 
