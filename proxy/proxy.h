@@ -200,8 +200,6 @@ struct proxy_opts {
 };
 /* Runs airlockd; returns the process exit status. */
 int	proxy_main(const struct proxy_opts *o);
-/* Reloads every record ("start", "sighup", "control"): the reply, as cm_fn's. */
-struct json_t *proxy_cmd_reload(const char *source);
 
 /* proxy_ctl.c: the control socket */
 /*

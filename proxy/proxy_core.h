@@ -20,6 +20,10 @@ struct proxy_keys;
 /* proxy.c: start-up and the daemon's life */
 extern struct airlock_config proxy_cfg;	/* loaded once, before anything else */
 extern struct audit_log *proxy_log;	/* NULL until opened, and after the end */
+/* Asks every worker, in its own thread, to re-check its live connections. */
+void	proxy_threads_recheck(void);
+/* How many worker threads there are (for stats). */
+unsigned int proxy_threads_count(void);
 
 /* proxy_reader.c: the root state reader */
 /* One sandbox record and its policy file's bytes, as read from the state dir. */
@@ -99,5 +103,16 @@ void	proxy_reg_clear(void);
  * registry lock).  0, or -1 if the lock cannot be taken.
  */
 int	proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg);
+
+/* proxy_reload.c: reload and the control commands */
+/*
+ * Reloads the key material and every record; source ("start", "sighup", "control")
+ * goes into the audit records, and at "start" a key material error is the reply's.
+ * Returns the reply ({"ok":true,...} or {"ok":false,"error":...}), released with
+ * json_decref().
+ */
+struct json_t *proxy_cmd_reload(const char *source);
+/* The control socket's commands, for proxy_ctl_new(). */
+extern const struct proxy_ctl_cmd proxy_ctl_cmds[];
 
 #endif
