@@ -1,8 +1,10 @@
 /*
  * proxy/proxy.h: airlockd's private header.  The seams between the daemon core
- * (proxy.c: workers, sandbox registry, control socket, reload), the connection path
- * (proxy_conn*.c: peek, decide, dial, relay) and policy DNS (proxy_dns*.c, proxy_map.c).
- * Prototypes are grouped by the file that defines them.
+ * (proxy.c: start-up, workers, signals; proxy_registry.c: the sandbox registry;
+ * proxy_ctl.c: the control socket), the connection path (proxy_conn*.c: peek, decide,
+ * dial, relay) and policy DNS (proxy_dns*.c, proxy_map.c).  What only the core's
+ * files share (the root state reader, reload, the registry's internals) is in
+ * proxy_core.h.  Prototypes are grouped by the file that defines them.
  */
 #ifndef AIRLOCK_PROXY_H
 #define AIRLOCK_PROXY_H
@@ -189,7 +191,7 @@ int	proxy_netwatch_listen(struct event_base *base);
 void	proxy_netwatch_stop(void);
 uint64_t proxy_netwatch_count(int reinstalled);
 
-/* proxy.c: the daemon's life (internals shared with proxy_ctl.c) */
+/* proxy.c: the daemon's life */
 struct json_t;
 struct proxy_opts {
 	const char	*po_config;	/* --config, or NULL */
