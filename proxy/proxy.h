@@ -1,16 +1,20 @@
 /*
  * proxy/proxy.h: airlockd's private header.  The seams between the daemon core
- * (proxy.c: workers, sandbox registry, control socket, reload), the connection path
- * (proxy_conn*.c: peek, decide, dial, relay) and policy DNS (proxy_dns*.c, proxy_map.c).
- * Prototypes are grouped by the file that defines them.
+ * (proxy.c: start-up, workers, signals; proxy_registry.c: the sandbox registry;
+ * proxy_ctl.c: the control socket), the connection path (proxy_conn*.c: peek, decide,
+ * dial, relay) and policy DNS (proxy_dns*.c, proxy_map.c).  What only the core's
+ * files share (the root state reader, reload, the registry's internals) is in
+ * proxy_core.h.  Prototypes are grouped by the file that defines them.
  */
 #ifndef AIRLOCK_PROXY_H
 #define AIRLOCK_PROXY_H
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "audit.h"
 #include "config.h"
@@ -50,7 +54,7 @@ struct proxy_sandbox {
 	struct proxy_map *ps_map;		/* name <-> mapped address, own lock */
 	unsigned int	 ps_refs;		/* atomic */
 	int		 ps_dead;		/* removed from the registry */
-	/* counters and limits: atomics, owned by proxy.c */
+	/* counters: atomics, counted on the connection path and DNS, read by stats */
 	uint64_t	 ps_conns_live;
 	uint64_t	 ps_allowed;
 	uint64_t	 ps_denied;
@@ -61,7 +65,7 @@ struct proxy_sandbox {
 	/* limits (proxy_conn_limit.c): this sandbox's own buckets and lock */
 	pthread_mutex_t	 ps_limit_mtx;
 	struct proxy_buckets ps_buckets;
-	/* core-private (proxy.c): the policy file in force, under the registry lock */
+	/* core-private (proxy_reload.c): the policy file in force, under the registry lock */
 	char		 ps_policy_file[PATH_MAX];
 	char		 ps_policy_error[256];	/* last load error, "" if none */
 };
@@ -133,7 +137,24 @@ proxy_sandbox_is_dead(const struct proxy_sandbox *ps)
 	return __atomic_load_n(&ps->ps_dead, __ATOMIC_ACQUIRE);
 }
 
-/* proxy.c: the daemon core */
+/*
+ * Formats into buf[len], cutting what does not fit (messages only).  Inline: every
+ * file of the daemon uses it, none owns it.
+ */
+static inline void proxy_fmt(char *buf, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+static inline void
+proxy_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* proxy_registry.c: the sandbox registry */
 /* The sandbox whose guest address is src, referenced; NULL if none. */
 struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
 void	proxy_sandbox_put(struct proxy_sandbox *ps);
@@ -151,7 +172,8 @@ void	proxy_policy_put(struct proxy_policy *pp);
  * none (or pp is NULL); NULL before the first load.
  */
 struct proxy_keys *proxy_policy_keys(const struct proxy_policy *pp);
-/* The daemon's configuration and audit log (valid for the process lifetime). */
+
+/* proxy.c: the daemon's configuration and audit log (valid for the process lifetime) */
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);
 
@@ -198,7 +220,7 @@ void	proxy_audit_park_free(struct event_base *base);
 /* The one-second flush timer on base, added; event_free() it.  NULL on failure. */
 struct event *proxy_audit_timer_new(struct event_base *base);
 
-/* proxy.c: the daemon's life (internals shared with proxy_ctl.c) */
+/* proxy.c: the daemon's life */
 struct json_t;
 struct proxy_opts {
 	const char	*po_config;	/* --config, or NULL */
@@ -209,18 +231,6 @@ struct proxy_opts {
 };
 /* Runs airlockd; returns the process exit status. */
 int	proxy_main(const struct proxy_opts *o);
-/*
- * The control commands, run on the main thread.  Each returns the reply object
- * ({"ok":true,...} or {"ok":false,"error":...}), to be released with json_decref().
- */
-struct json_t *proxy_cmd_reload(const char *source);
-struct json_t *proxy_cmd_sandbox_add(const char *name);
-struct json_t *proxy_cmd_sandbox_remove(const char *name);
-struct json_t *proxy_cmd_stats(void);
-
-/* Formats into buf[len], cutting what does not fit (messages only). */
-void	proxy_fmt(char *buf, size_t len, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
 
 /* proxy_ctl.c: the control socket */
 /*
@@ -229,9 +239,27 @@ void	proxy_fmt(char *buf, size_t len, const char *fmt, ...)
  * Returns the fd, or -1 with one line in err.
  */
 int	proxy_ctl_open(const char *path, char *err, size_t errlen);
+/*
+ * One control command (include/control.h lists them).  cm_wants_name: the request
+ * carries a "name", checked with sandbox_name_is_valid() before cm_fn runs (else
+ * name is NULL).  cm_log: the control socket logs it ("control: CMD [NAME] (uid N)").
+ * cm_fn runs on the main thread and returns the reply object ({"ok":true,...} or
+ * {"ok":false,"error":...}), released by the caller with json_decref().  A table
+ * ends with a NULL cm_name.
+ */
+struct proxy_ctl_cmd {
+	const char	*cm_name;
+	int		 cm_wants_name;
+	int		 cm_log;
+	struct json_t	*(*cm_fn)(const char *name);
+};
 struct proxy_ctl;
-/* Serves fd (taken over) on base.  Returned server freed with proxy_ctl_free(). */
-struct proxy_ctl *proxy_ctl_new(struct event_base *base, int fd);
+/*
+ * Serves fd (taken over) on base with the commands of cmds (borrowed: it must
+ * outlive the server).  Returned server freed with proxy_ctl_free().
+ */
+struct proxy_ctl *proxy_ctl_new(struct event_base *base, int fd,
+	    const struct proxy_ctl_cmd *cmds);
 void	proxy_ctl_free(struct proxy_ctl *c);
 
 /* proxy_map.c: per-sandbox mapped addresses (thread-safe, bounded LRU) */

@@ -44,6 +44,7 @@ struct proxy_ctl {
 	struct evconnlistener *pc_lev;
 	TAILQ_HEAD(, proxy_ctl_conn) pc_conns;
 	unsigned int	 pc_nconns;
+	const struct proxy_ctl_cmd *pc_cmds;	/* borrowed */
 };
 
 int
@@ -138,10 +139,12 @@ proxy_ctl_error(const char *msg)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
-/* Parses and runs one request line.  Returns the reply object. */
+/* Parses one request line and runs its command of cmds.  Returns the reply object. */
 static json_t *
-proxy_ctl_handle(const char *line, size_t len, uid_t uid)
+proxy_ctl_handle(const struct proxy_ctl_cmd *cmds, const char *line, size_t len,
+    uid_t uid)
 {
+	const struct proxy_ctl_cmd *c;
 	json_error_t jerr;
 	json_t *req, *jcmd, *jname = NULL, *reply = NULL, *v;
 	const char *cmd, *key, *name = NULL;
@@ -158,8 +161,10 @@ proxy_ctl_handle(const char *line, size_t len, uid_t uid)
 		goto out;
 	}
 	cmd = json_string_value(jcmd);
-	wants_name = strcmp(cmd, "sandbox_add") == 0 ||
-	    strcmp(cmd, "sandbox_remove") == 0;
+	for (c = cmds; c->cm_name != NULL; c++)
+		if (strcmp(c->cm_name, cmd) == 0)
+			break;
+	wants_name = c->cm_name != NULL && c->cm_wants_name;
 	json_object_foreach(req, key, v) {
 		if (strcmp(key, "cmd") == 0)
 			continue;
@@ -179,22 +184,15 @@ proxy_ctl_handle(const char *line, size_t len, uid_t uid)
 		}
 		name = json_string_value(jname);
 	}
-	if (strcmp(cmd, "ping") == 0)
-		reply = json_pack("{s:b, s:i}", "ok", 1, "pid", (int)getpid());
-	else if (strcmp(cmd, "stats") == 0)
-		reply = proxy_cmd_stats();
-	else if (strcmp(cmd, "reload") == 0) {
-		log_info("control: reload (uid %u)", (unsigned int)uid);
-		reply = proxy_cmd_reload("control");
-	} else if (strcmp(cmd, "sandbox_add") == 0) {
-		log_info("control: sandbox_add %s (uid %u)", name, (unsigned int)uid);
-		reply = proxy_cmd_sandbox_add(name);
-	} else if (strcmp(cmd, "sandbox_remove") == 0) {
-		log_info("control: sandbox_remove %s (uid %u)", name,
-		    (unsigned int)uid);
-		reply = proxy_cmd_sandbox_remove(name);
-	} else
+	if (c->cm_name == NULL) {
 		reply = proxy_ctl_error("unknown command");
+		goto out;
+	}
+	if (c->cm_log && name != NULL)
+		log_info("control: %s %s (uid %u)", cmd, name, (unsigned int)uid);
+	else if (c->cm_log)
+		log_info("control: %s (uid %u)", cmd, (unsigned int)uid);
+	reply = c->cm_fn(name);
  out:
 	json_decref(req);
 	if (reply == NULL)
@@ -245,7 +243,8 @@ proxy_ctl_read_cb(struct bufferevent *bev, void *arg)
 	if (len >= CONTROL_REQUEST_MAX)
 		reply = proxy_ctl_error("request line too long");
 	else
-		reply = proxy_ctl_handle(line, len, cc->cc_uid);
+		reply = proxy_ctl_handle(cc->cc_ctl->pc_cmds, line, len,
+		    cc->cc_uid);
 	free(line);
 	proxy_ctl_reply(cc, reply);
 	json_decref(reply);
@@ -328,7 +327,7 @@ proxy_ctl_error_cb(struct evconnlistener *lev, void *arg)
 }
 
 struct proxy_ctl *
-proxy_ctl_new(struct event_base *base, int fd)
+proxy_ctl_new(struct event_base *base, int fd, const struct proxy_ctl_cmd *cmds)
 {
 	struct proxy_ctl *pc;
 
@@ -337,6 +336,7 @@ proxy_ctl_new(struct event_base *base, int fd)
 		return NULL;
 	}
 	TAILQ_INIT(&pc->pc_conns);
+	pc->pc_cmds = cmds;
 	pc->pc_lev = evconnlistener_new(base, proxy_ctl_accept_cb, pc,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (pc->pc_lev == NULL) {

@@ -4,7 +4,7 @@
  * contexts (proxy_tls.c) and the inspecting connection (proxy_inspect*.c).
  *
  * Key material.  vault.key and the CA keys are 0600 root files, and airlockd runs as
- * an unprivileged user after start-up, so the root state reader (proxy.c) builds one
+ * an unprivileged user after start-up, so the root reader (proxy_reader.c) builds one
  * image of everything the proxy needs -- every secret's name, placeholder, bound
  * hosts and value; the host CA's certificate; per sandbox whose policy inspects, the
  * CA synced to the names it inspects (ca_sandbox_sync, as root: it may write a new

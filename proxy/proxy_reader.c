@@ -1,0 +1,502 @@
+/*
+ * proxy/proxy_reader.c: the root state reader, and reading the state and the key
+ * material through it.
+ *
+ * Sandbox records (0600) and policy files stay root-readable only, so before
+ * dropping privileges (proxy.c), airlockd forks a small reader that keeps root and
+ * does exactly one thing: on a one-byte request it reads every sandbox record and the
+ * policy file each record names, and sends the bytes back ('R'), or builds the key
+ * material for them ('K', proxy_keys.h).  It takes no argument from the unprivileged
+ * side, so a compromised worker can learn nothing but what a reload shows anyway.
+ * Parsing happens in the unprivileged process.  Without the reader (not started as
+ * root, or -n) the same reading happens in this process.
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "log.h"
+#include "proxy_core.h"
+#include "proxy_keys.h"
+
+#define PROXY_RECORDS_MAX	4096
+#define PROXY_READER_TIMEOUT_MS	10000
+#define PROXY_KEYS_IMAGE_MAX	(256 * 1024 * 1024)
+
+int proxy_reader_fd = -1;		/* socket to the root reader */
+static pid_t proxy_reader_pid = -1;
+
+/*
+ * Reading the state: sandbox records and the policy files they name.
+ */
+
+void
+proxy_state_free(struct proxy_state *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->st_n; i++)
+		free(st->st_v[i].pr_buf);
+	free(st->st_v);
+	st->st_v = NULL;
+	st->st_n = 0;
+}
+
+/* Reads every record and its policy here, with this process's rights. */
+int
+proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
+{
+	struct sandbox *sbs = NULL;
+	struct stat sb;
+	int n, i, tries, ret = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (stat(proxy_cfg.state_dir, &sb) == -1) {
+		proxy_fmt(err, errlen, "state directory %s: %s", proxy_cfg.state_dir,
+		    strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		proxy_fmt(err, errlen, "state directory %s: not a directory",
+		    proxy_cfg.state_dir);
+		goto out;
+	}
+	/*
+	 * No sandboxes/ folder lists as 0 records.  ENOENT here is a record removed
+	 * while we listed (a concurrent destroy): list again, never read it as "none".
+	 */
+	for (tries = 0; (n = sandbox_list(proxy_cfg.state_dir, &sbs)) == -1 &&
+	    errno == ENOENT && tries < 3; tries++)
+		;
+	if (n == -1) {
+		proxy_fmt(err, errlen, "sandbox records in %s: %s",
+		    proxy_cfg.state_dir, strerror(errno));
+		goto out;
+	}
+	if (n > PROXY_RECORDS_MAX) {
+		proxy_fmt(err, errlen, "more than %d sandbox records", PROXY_RECORDS_MAX);
+		goto out;
+	}
+	if (n > 0 && (st->st_v = calloc((size_t)n, sizeof(*st->st_v))) == NULL) {
+		proxy_fmt(err, errlen, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct proxy_rec *r = &st->st_v[i];
+
+		r->pr_sb = sbs[i];
+		if (file_read(r->pr_sb.sb_policy, POLICY_FILE_MAX, &r->pr_buf,
+		    &r->pr_len) == -1)
+			r->pr_errno = errno != 0 ? errno : EIO;
+		st->st_n++;
+	}
+	ret = 0;
+ out:
+	free(sbs);
+	if (ret == -1)
+		proxy_state_free(st);
+	return ret;
+}
+
+static int
+proxy_write_full(int fd, const void *p, size_t len)
+{
+	const char *b = p;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, b, len);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads exactly len bytes within the deadline (ms, CLOCK_MONOTONIC).  0 or -1. */
+static int
+proxy_read_full(int fd, void *p, size_t len, long long deadline)
+{
+	struct timespec ts;
+	struct pollfd pfd;
+	char *b = p;
+	long long now;
+	ssize_t n;
+
+	while (len > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		if (now >= deadline) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, (int)(deadline - now)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pfd.revents == 0)
+			continue;
+		n = read(fd, b, len);
+		if (n == -1) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = EPIPE;
+			return -1;
+		}
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The reader's reply: int32 status, uint32 errlen, err bytes; then (status 0)
+ * uint32 n, and per record: struct sandbox, int32 errno, uint32 len, the bytes.  The
+ * two ends are the same binary, so struct sandbox travels as it is.
+ */
+static int
+proxy_reader_reply(int fd)
+{
+	struct proxy_state st;
+	char err[512] = "";
+	int32_t status, e;
+	uint32_t u;
+	size_t i;
+
+	status = proxy_state_read_local(&st, err, sizeof(err)) == -1 ? 1 : 0;
+	u = (uint32_t)strlen(err);
+	if (proxy_write_full(fd, &status, sizeof(status)) == -1 ||
+	    proxy_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_write_full(fd, err, u) == -1)
+		goto error;
+	if (status != 0)
+		return 0;
+	u = (uint32_t)st.st_n;
+	if (proxy_write_full(fd, &u, sizeof(u)) == -1)
+		goto error;
+	for (i = 0; i < st.st_n; i++) {
+		e = st.st_v[i].pr_errno;
+		u = (uint32_t)st.st_v[i].pr_len;
+		if (proxy_write_full(fd, &st.st_v[i].pr_sb,
+		    sizeof(st.st_v[i].pr_sb)) == -1 ||
+		    proxy_write_full(fd, &e, sizeof(e)) == -1 ||
+		    proxy_write_full(fd, &u, sizeof(u)) == -1 ||
+		    proxy_write_full(fd, st.st_v[i].pr_buf, u) == -1)
+			goto error;
+	}
+	proxy_state_free(&st);
+	return 0;
+ error:
+	proxy_state_free(&st);
+	return -1;
+}
+
+/*
+ * The key material (proxy_keys.h): the vault's secrets and the CAs, synced to
+ * the names the recorded policies inspect.  Built from the records this process
+ * reads itself; the reply is uint32 len and the image (len 0: out of memory).
+ */
+static int
+proxy_reader_keys(int fd)
+{
+	struct proxy_state st;
+	struct proxy_keys_src *src = NULL;
+	uint8_t *img = NULL;
+	size_t len = 0, i;
+	char err[512];
+	uint32_t u;
+	int ret;
+
+	if (proxy_state_read_local(&st, err, sizeof(err)) == -1)
+		memset(&st, 0, sizeof(st));	/* no records: vault and host CA only */
+	if (st.st_n > 0 && (src = calloc(st.st_n, sizeof(*src))) == NULL)
+		st.st_n = 0;
+	for (i = 0; i < st.st_n; i++) {
+		src[i].ks_sandbox = st.st_v[i].pr_sb.sb_name;
+		src[i].ks_policy = st.st_v[i].pr_errno == 0 ? st.st_v[i].pr_buf :
+		    NULL;
+		src[i].ks_len = st.st_v[i].pr_len;
+	}
+	if (proxy_keys_build(proxy_cfg.state_dir, src, st.st_n, &img, &len) == -1)
+		len = 0;
+	u = (uint32_t)len;
+	ret = proxy_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_write_full(fd, img, len) == -1 ? -1 : 0;
+	proxy_keys_image_free(img, len);
+	free(src);
+	proxy_state_free(&st);
+	return ret;
+}
+
+static void __attribute__((noreturn))
+proxy_reader_main(int fd)
+{
+	ssize_t n;
+	char c;
+
+	log_procinit("reader");
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		n = read(fd, &c, 1);
+		if (n == 0)
+			_exit(0);	/* airlockd is gone */
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (c == 'K') {
+			if (proxy_reader_keys(fd) == -1)
+				_exit(1);
+			continue;
+		}
+		if (c != 'R') {
+			log_warnx("unexpected request from airlockd");
+			_exit(1);
+		}
+		if (proxy_reader_reply(fd) == -1)
+			_exit(1);
+	}
+}
+
+/* Forks the root reader (see the top of this file).  0, or -1 with err. */
+int
+proxy_reader_start(char *err, size_t errlen)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		proxy_fmt(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		proxy_fmt(err, errlen, "fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		if (prctl(PR_SET_DUMPABLE, 0) == -1)
+			_exit(1);
+		proxy_reader_main(sv[1]);
+	}
+	close(sv[1]);
+	proxy_reader_fd = sv[0];
+	proxy_reader_pid = pid;
+	return 0;
+}
+
+void
+proxy_reader_stop(void)
+{
+	if (proxy_reader_fd >= 0)
+		close(proxy_reader_fd);
+	proxy_reader_fd = -1;
+	if (proxy_reader_pid != -1)
+		while (waitpid(proxy_reader_pid, NULL, 0) == -1 && errno == EINTR)
+			;
+	proxy_reader_pid = -1;
+}
+
+/* Every record and its policy: through the root reader if there is one. */
+int
+proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
+{
+	struct timespec ts;
+	long long deadline;
+	int32_t status, e;
+	uint32_t u, n, i;
+	char c = 'R';
+
+	if (proxy_reader_fd == -1)
+		return proxy_state_read_local(st, err, errlen);
+	memset(st, 0, sizeof(*st));
+	if (proxy_reader_fd < 0) {
+		proxy_fmt(err, errlen, "state reader: gone after an earlier error "
+		    "(restart airlockd)");
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+	    PROXY_READER_TIMEOUT_MS;
+	if (proxy_write_full(proxy_reader_fd, &c, 1) == -1 ||
+	    proxy_read_full(proxy_reader_fd, &status, sizeof(status),
+	    deadline) == -1 ||
+	    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
+		goto ioerr;
+	if (u >= errlen || u > 4096)
+		goto proto;
+	if (proxy_read_full(proxy_reader_fd, err, u, deadline) == -1)
+		goto ioerr;
+	err[u] = '\0';
+	if (status != 0)
+		goto error;
+	if (proxy_read_full(proxy_reader_fd, &n, sizeof(n), deadline) == -1)
+		goto ioerr;
+	if (n > PROXY_RECORDS_MAX)
+		goto proto;
+	if (n > 0 && (st->st_v = calloc(n, sizeof(*st->st_v))) == NULL) {
+		proxy_fmt(err, errlen, "out of memory");
+		goto error;
+	}
+	for (i = 0; i < n; i++) {
+		struct proxy_rec *r = &st->st_v[i];
+
+		if (proxy_read_full(proxy_reader_fd, &r->pr_sb, sizeof(r->pr_sb),
+		    deadline) == -1 ||
+		    proxy_read_full(proxy_reader_fd, &e, sizeof(e), deadline) == -1 ||
+		    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
+			goto ioerr;
+		st->st_n++;
+		if (u > POLICY_FILE_MAX)
+			goto proto;
+		r->pr_errno = e;
+		r->pr_len = u;
+		if ((r->pr_buf = malloc(u + 1)) == NULL) {
+			proxy_fmt(err, errlen, "out of memory");
+			goto error;
+		}
+		if (proxy_read_full(proxy_reader_fd, r->pr_buf, u, deadline) == -1)
+			goto ioerr;
+		/* The strings must end inside their arrays. */
+		r->pr_sb.sb_name[sizeof(r->pr_sb.sb_name) - 1] = '\0';
+		r->pr_sb.sb_iface[sizeof(r->pr_sb.sb_iface) - 1] = '\0';
+		r->pr_sb.sb_mac[sizeof(r->pr_sb.sb_mac) - 1] = '\0';
+		r->pr_sb.sb_policy[sizeof(r->pr_sb.sb_policy) - 1] = '\0';
+		r->pr_sb.sb_policy_hash[sizeof(r->pr_sb.sb_policy_hash) - 1] = '\0';
+	}
+	return 0;
+ proto:
+	proxy_fmt(err, errlen, "state reader: protocol error");
+	goto broken;
+ ioerr:
+	proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+ broken:
+	/* The stream is out of step now: no further reload can trust it. */
+	close(proxy_reader_fd);
+	proxy_reader_fd = -2;
+ error:
+	proxy_state_free(st);
+	return -1;
+}
+
+/*
+ * The key material: through the root reader if there is one, else read here, into
+ * *out (one reference; not installed: the caller gives it to the policies that go
+ * in with it, then makes it current).  A vault that exists but cannot be used
+ * (tampered, wrong key, loose permissions) is an error: at start airlockd exits, on
+ * a reload the previous key material stays.  No vault is not an error: nothing can
+ * be injected, and a policy that injects does not load.
+ */
+int
+proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen)
+{
+	struct proxy_state st;
+	struct proxy_keys_src *src = NULL;
+	struct proxy_keys *k = NULL;
+	struct timespec ts;
+	long long deadline;
+	uint8_t *img = NULL;
+	size_t len = 0, i;
+	uint32_t u;
+	char c = 'K';
+
+	*out = NULL;
+	if (proxy_reader_fd == -1) {
+		if (proxy_state_read_local(&st, err, errlen) == -1)
+			memset(&st, 0, sizeof(st));
+		if (st.st_n > 0 && (src = calloc(st.st_n, sizeof(*src))) == NULL)
+			st.st_n = 0;
+		for (i = 0; i < st.st_n; i++) {
+			src[i].ks_sandbox = st.st_v[i].pr_sb.sb_name;
+			src[i].ks_policy = st.st_v[i].pr_errno == 0 ?
+			    st.st_v[i].pr_buf : NULL;
+			src[i].ks_len = st.st_v[i].pr_len;
+		}
+		if (proxy_keys_build(proxy_cfg.state_dir, src, st.st_n, &img,
+		    &len) == -1)
+			len = 0;
+		free(src);
+		proxy_state_free(&st);
+	} else {
+		if (proxy_reader_fd < 0) {
+			proxy_fmt(err, errlen, "state reader: gone after an earlier "
+			    "error (restart airlockd)");
+			return -1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+		    PROXY_READER_TIMEOUT_MS;
+		if (proxy_write_full(proxy_reader_fd, &c, 1) == -1 ||
+		    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1) {
+			proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+			goto broken;
+		}
+		if (u > PROXY_KEYS_IMAGE_MAX) {
+			proxy_fmt(err, errlen, "state reader: protocol error");
+			goto broken;
+		}
+		len = u;
+		if (len > 0 && (img = malloc(len)) == NULL) {
+			proxy_fmt(err, errlen, "out of memory");
+			goto broken;	/* the image is still in the pipe */
+		}
+		if (len > 0 && proxy_read_full(proxy_reader_fd, img, len,
+		    deadline) == -1) {
+			proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+			goto broken;
+		}
+	}
+	if (len == 0) {
+		proxy_fmt(err, errlen, "key material: out of memory");
+		return -1;
+	}
+	k = proxy_keys_parse(img, len, err, errlen);
+	proxy_keys_image_free(img, len);
+	if (k == NULL)
+		return -1;
+	if (k->pk_vault == -1) {
+		proxy_fmt(err, errlen, "vault: %s", k->pk_vault_error);
+		proxy_keys_put(k);
+		return -1;
+	}
+	for (i = 0; i < k->pk_ncas; i++)
+		if (k->pk_cas[i].pc_ca == NULL)
+			log_warnx("sandbox %s: no interception CA (%s): its inspect "
+			    "rules refuse connections", k->pk_cas[i].pc_sandbox,
+			    k->pk_cas[i].pc_error);
+	*out = k;
+	return 0;
+ broken:
+	proxy_keys_image_free(img, len);
+	close(proxy_reader_fd);
+	proxy_reader_fd = -2;
+	return -1;
+}

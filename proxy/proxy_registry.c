@@ -1,0 +1,235 @@
+/*
+ * proxy/proxy_registry.c: the sandbox registry, policies and sandboxes as the daemon
+ * knows them (struct proxy_policy, struct proxy_sandbox in proxy.h).
+ *
+ * One array of reference-counted entries under one rwlock.  The connection path and
+ * DNS take the short read lock to find a sandbox by its guest address and to take a
+ * counted reference to its policy; reload (proxy_reload.c) takes the write lock to
+ * add, replace or take out entries and to swap a policy pointer, and puts what it
+ * replaced after unlocking.  An entry taken out is marked dead (its connections close
+ * on the next recheck) and freed when its last reference goes.
+ */
+#include <sys/types.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "proxy_core.h"
+#include "proxy_keys.h"
+
+#define PROXY_MAP_MAX		4096	/* mapped names per sandbox (LRU beyond) */
+
+static pthread_rwlock_t proxy_reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+struct proxy_sandbox **proxy_reg;	/* registry: one reference each */
+size_t proxy_nreg;
+
+/* What a sandbox without a loadable policy gets: no rules, every decision a denial. */
+static struct policy proxy_policy_none = { .p_name = "none" };
+
+/*
+ * Registry and references.
+ */
+
+/* A new reference-counted wrapper (1 reference) for p, or for the empty policy. */
+struct proxy_policy *
+proxy_policy_new(struct policy *p)
+{
+	struct proxy_policy *pp;
+
+	if ((pp = calloc(1, sizeof(*pp))) == NULL)
+		return NULL;
+	pp->pp_policy = p != NULL ? p : &proxy_policy_none;
+	pp->pp_refs = 1;
+	return pp;
+}
+
+void
+proxy_policy_put(struct proxy_policy *pp)
+{
+	if (pp == NULL)
+		return;
+	if (__atomic_sub_fetch(&pp->pp_refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (pp->pp_policy != &proxy_policy_none)
+		policy_free(pp->pp_policy);
+	proxy_keys_put(pp->pp_keys);
+	free(pp);
+}
+
+struct proxy_keys *
+proxy_policy_keys(const struct proxy_policy *pp)
+{
+	if (pp == NULL || pp->pp_keys == NULL)
+		return proxy_keys_get();
+	__atomic_add_fetch(&pp->pp_keys->pk_refs, 1, __ATOMIC_RELAXED);
+	return pp->pp_keys;
+}
+
+int
+proxy_policy_is_none(const struct proxy_policy *pp)
+{
+	return pp->pp_policy == &proxy_policy_none;
+}
+
+struct proxy_sandbox *
+proxy_sandbox_find(const struct netaddr *src)
+{
+	struct proxy_sandbox *ps = NULL;
+	size_t i;
+
+	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
+		return NULL;
+	for (i = 0; i < proxy_nreg; i++) {
+		if (netaddr_equal(&proxy_reg[i]->ps_rec.sb_guest_ip, src)) {
+			ps = proxy_reg[i];
+			__atomic_add_fetch(&ps->ps_refs, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&proxy_reg_lock);
+	return ps;
+}
+
+void
+proxy_sandbox_put(struct proxy_sandbox *ps)
+{
+	if (ps == NULL)
+		return;
+	if (__atomic_sub_fetch(&ps->ps_refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	proxy_policy_put(ps->ps_policy);
+	proxy_map_free(ps->ps_map);
+	pthread_mutex_destroy(&ps->ps_limit_mtx);
+	free(ps);
+}
+
+struct proxy_policy *
+proxy_sandbox_policy(struct proxy_sandbox *ps)
+{
+	struct proxy_policy *pp;
+
+	/*
+	 * The write lock is held while ps_policy is swapped; the old one is put after.
+	 * A lock that cannot be taken (EAGAIN: too many readers) is the caller's
+	 * refusal, never the process's end.
+	 */
+	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
+		return NULL;
+	pp = ps->ps_policy;
+	__atomic_add_fetch(&pp->pp_refs, 1, __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&proxy_reg_lock);
+	return pp;
+}
+
+void
+proxy_reg_wrlock(void)
+{
+	if (pthread_rwlock_wrlock(&proxy_reg_lock) != 0)
+		fatalx("registry lock");
+}
+
+void
+proxy_reg_unlock(void)
+{
+	pthread_rwlock_unlock(&proxy_reg_lock);
+}
+
+/* Index of the sandbox called name, or -1.  Caller holds the lock. */
+ssize_t
+proxy_reg_index(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < proxy_nreg; i++)
+		if (strcmp(proxy_reg[i]->ps_rec.sb_name, name) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/*
+ * Takes entry i out of the registry and marks it dead.  Returns it with the
+ * registry's reference, which the caller puts (after auditing).  Caller holds the
+ * write lock.
+ */
+struct proxy_sandbox *
+proxy_reg_take(size_t i)
+{
+	struct proxy_sandbox *ps = proxy_reg[i];
+
+	__atomic_store_n(&ps->ps_dead, 1, __ATOMIC_RELEASE);
+	memmove(&proxy_reg[i], &proxy_reg[i + 1],
+	    (proxy_nreg - i - 1) * sizeof(*proxy_reg));
+	proxy_nreg--;
+	return ps;
+}
+
+int
+proxy_sandbox_same(const struct sandbox *a, const struct sandbox *b)
+{
+	return a->sb_kind == b->sb_kind &&
+	    strcmp(a->sb_iface, b->sb_iface) == 0 &&
+	    netaddr_equal(&a->sb_host_ip, &b->sb_host_ip) &&
+	    netaddr_equal(&a->sb_guest_ip, &b->sb_guest_ip) &&
+	    a->sb_prefix == b->sb_prefix &&
+	    strcmp(a->sb_mac, b->sb_mac) == 0;
+}
+
+/* A new registry entry (one reference) for sb with policy pp (taken over). */
+struct proxy_sandbox *
+proxy_sandbox_new(const struct sandbox *sb, struct proxy_policy *pp)
+{
+	struct proxy_sandbox *ps;
+
+	if ((ps = calloc(1, sizeof(*ps))) == NULL)
+		return NULL;
+	if ((ps->ps_map = proxy_map_new(&proxy_cfg.mapped_pool,
+	    PROXY_MAP_MAX)) == NULL) {
+		free(ps);
+		return NULL;
+	}
+	ps->ps_rec = *sb;
+	ps->ps_policy = pp;
+	ps->ps_refs = 1;
+	pthread_mutex_init(&ps->ps_limit_mtx, NULL);
+	proxy_fmt(ps->ps_policy_file, sizeof(ps->ps_policy_file), "%s",
+	    sb->sb_policy);
+	return ps;
+}
+
+/* Drops and forgets every sandbox (at exit). */
+void
+proxy_reg_clear(void)
+{
+	struct proxy_sandbox *ps;
+
+	for (;;) {
+		proxy_reg_wrlock();
+		ps = proxy_nreg > 0 ? proxy_reg_take(proxy_nreg - 1) : NULL;
+		proxy_reg_unlock();
+		if (ps == NULL)
+			break;
+		proxy_sandbox_put(ps);
+	}
+	free(proxy_reg);
+	proxy_reg = NULL;
+}
+
+/*
+ * Calls fn(ps, arg) for every registry entry, in order, under the registry's read
+ * lock: fn may read the entry's core-private fields (ps_policy, ps_policy_file,
+ * ps_policy_error) but not take the lock.  0, or -1 if the lock cannot be taken.
+ */
+int
+proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
+{
+	size_t i;
+
+	if (pthread_rwlock_rdlock(&proxy_reg_lock) != 0)
+		return -1;
+	for (i = 0; i < proxy_nreg; i++)
+		fn(proxy_reg[i], arg);
+	pthread_rwlock_unlock(&proxy_reg_lock);
+	return 0;
+}
