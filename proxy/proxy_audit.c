@@ -21,6 +21,7 @@
 #include "config.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_reason.h"
 
 static int proxy_audit_down;	/* atomic: the state last reported */
 
@@ -70,14 +71,15 @@ proxy_audit_timer_new(struct event_base *base)
 enum audit_agg
 proxy_audit_agg(const char *reason)
 {
-	static const char *const by_sandbox[] = {
-		"connection_limit", "rate_limited", "audit_unavailable",
-		"unknown_sandbox",
+	static const enum proxy_reason by_sandbox[] = {
+		PR_CONNECTION_LIMIT, PR_RATE_LIMITED, PR_AUDIT_UNAVAILABLE,
+		PR_UNKNOWN_SANDBOX,
 	};
 	size_t i;
 
 	for (i = 0; i < sizeof(by_sandbox) / sizeof(by_sandbox[0]); i++)
-		if (reason != NULL && strcmp(reason, by_sandbox[i]) == 0)
+		if (reason != NULL &&
+		    strcmp(reason, proxy_reasons[by_sandbox[i]].ri_code) == 0)
 			return AUDIT_AGG_SANDBOX;
 	return AUDIT_AGG_DST;
 }

@@ -89,6 +89,7 @@
 #include "proxy_conn.h"
 #include "proxy_peek.h"
 #include "proxy_tls.h"
+#include "proxy_reason.h"
 
 static uint64_t proxy_conn_ids;	/* atomic */
 
@@ -294,31 +295,31 @@ proxy_conn_check_peek(struct proxy_conn *c, enum peek_status st,
 	if (c->pc_proto == POLICY_PROTO_TLS) {
 		*alert = 49;	/* access_denied */
 		if (t->pt_ech || t->pt_esni)
-			return "ech_refused";
+			return PR_STR(ECH_REFUSED);
 		if (st == PEEK_NO_SNI) {
 			if (c->pc_by_addr)
 				return NULL;
-			return "sni_missing";
+			return PR_STR(SNI_MISSING);
 		}
 		rc = hostname_normalize(t->pt_sni, t->pt_sni_len, name);
 		if (rc == HOSTNAME_IP_LITERAL || (t->pt_sni_len == strlen(t->pt_sni) &&
 		    netaddr_parse(t->pt_sni, &a) == 0))
-			return c->pc_by_addr ? NULL : "sni_ip_literal";
+			return c->pc_by_addr ? NULL : PR_STR(SNI_IP_LITERAL);
 		*alert = 112;	/* unrecognized_name */
 		if (rc != HOSTNAME_OK)
-			return "sni_invalid";
+			return PR_STR(SNI_INVALID);
 		if (!c->pc_by_addr && strcmp(name, c->pc_name) != 0)
-			return "sni_mismatch";
+			return PR_STR(SNI_MISMATCH);
 		*alert = 0;
 		return NULL;
 	}
 	if (c->pc_proto == POLICY_PROTO_HTTP && !c->pc_by_addr) {
 		if (hostname_normalize(h->ph_host, h->ph_host_len, name) != HOSTNAME_OK ||
 		    strcmp(name, c->pc_name) != 0)
-			return "host_mismatch";
+			return PR_STR(HOST_MISMATCH);
 		port = h->ph_port != 0 ? h->ph_port : 80;
 		if (port != c->pc_dport)
-			return "host_mismatch";
+			return PR_STR(HOST_MISMATCH);
 	}
 	return NULL;
 }
@@ -401,7 +402,7 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	c->pc_state = PC_DECIDED;
 	if (!policy_decide(p, &q, &v)) {
 		/* Allowed when the VM connected, revoked since: say so. */
-		proxy_conn_deny(c, c->pc_reloaded ? "policy_reload" :
+		proxy_conn_deny(c, c->pc_reloaded ? PR_STR(POLICY_RELOAD) :
 		    policy_reason_str(v.pv_reason));
 		return;
 	}
@@ -409,7 +410,7 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	c->pc_limits = p->p_limits;
 	if ((c->pc_mode = proxy_conn_mode(c, &v)) == NULL) {
 		/* An inspect rule for a bare address: never a splice instead. */
-		proxy_conn_deny(c, "inspect_unavailable");
+		proxy_conn_deny(c, PR_STR(INSPECT_UNAVAILABLE));
 		return;
 	}
 	c->pc_mode->pm_start(c);
@@ -430,7 +431,7 @@ proxy_conn_peek(struct proxy_conn *c, int eof)
 	if (len > PEEK_TLS_MAX)
 		len = PEEK_TLS_MAX;
 	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL && len > 0) {
-		proxy_conn_deny(c, "tls_malformed");
+		proxy_conn_deny(c, PR_STR(TLS_MALFORMED));
 		return;
 	}
 	kind = peek_classify(buf, len);
@@ -452,7 +453,7 @@ proxy_conn_peek(struct proxy_conn *c, int eof)
 			log_debug("connection %llu: ClientHello: %s",
 			    (unsigned long long)c->pc_id,
 			    t.pt_why != NULL ? t.pt_why : "truncated");
-			proxy_conn_deny(c, "tls_malformed");
+			proxy_conn_deny(c, PR_STR(TLS_MALFORMED));
 			return;
 		}
 		if (st == PEEK_NOT_MINE)
@@ -465,7 +466,7 @@ proxy_conn_peek(struct proxy_conn *c, int eof)
 			log_debug("connection %llu: request head: %s",
 			    (unsigned long long)c->pc_id,
 			    h.ph_why != NULL ? h.ph_why : "truncated");
-			proxy_conn_deny(c, "http_malformed");
+			proxy_conn_deny(c, PR_STR(HTTP_MALFORMED));
 			return;
 		}
 		if (st == PEEK_NOT_MINE)
@@ -540,10 +541,10 @@ proxy_conn_peek_timer(evutil_socket_t fd, short what, void *arg)
 		}
 		/* Some bytes came: the rest of the 10 s deadline for the whole head. */
 		if (evtimer_add(c->pc_timer, &tv) == -1)
-			proxy_conn_deny(c, "internal_error");
+			proxy_conn_deny(c, PR_STR(INTERNAL_ERROR));
 		return;
 	}
-	proxy_conn_deny(c, "peek_timeout");
+	proxy_conn_deny(c, PR_STR(PEEK_TIMEOUT));
 }
 
 /* The original destination of a redirected (REDIRECT/DNAT) IPv4 connection. */
@@ -599,7 +600,7 @@ proxy_conn_unknown(struct proxy_conn *c, int fd)
 		    &c->pc_dport);
 	r.ar_dst = proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
 	r.ar_decision = "deny";
-	r.ar_reason = "unknown_sandbox";
+	r.ar_reason = PR_STR(UNKNOWN_SANDBOX);
 	r.ar_aggregate = AUDIT_AGG_SANDBOX;
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
 		log_warn("audit write (unknown source)");
@@ -653,27 +654,27 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 
 	if (proxy_conn_orig_dst(bufferevent_getfd(c->pc_client), &c->pc_dst,
 	    &c->pc_dport) == -1) {
-		why = "not_redirected";
+		why = PR_STR(NOT_REDIRECTED);
 		goto deny;
 	}
 	/* Fail closed: nothing is let in that the log could not record. */
 	if (!proxy_audit_is_writable()) {
-		why = "audit_unavailable";
+		why = PR_STR(AUDIT_UNAVAILABLE);
 		goto deny;
 	}
 	if (p->p_limits.pl_connections != 0 && proxy_sandbox_counter(
 	    &ps->ps_conns_live) > p->p_limits.pl_connections) {
-		why = "connection_limit";
+		why = PR_STR(CONNECTION_LIMIT);
 		goto deny;
 	}
 	if (proxy_limit_conn_take(ps, &p->p_limits) == -1) {
-		why = "rate_limited";
+		why = PR_STR(RATE_LIMITED);
 		goto deny;
 	}
 	if (netaddr_cidr_contains(&cfg->mapped_pool, &c->pc_dst)) {
 		if (proxy_map_addr_to_name(ps->ps_map, &c->pc_dst, c->pc_name,
 		    sizeof(c->pc_name)) == -1) {
-			why = "unmapped_address";
+			why = PR_STR(UNMAPPED_ADDRESS);
 			goto deny;
 		}
 	} else
@@ -684,7 +685,7 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	(void)setsockopt(bufferevent_getfd(c->pc_client), IPPROTO_TCP, TCP_NODELAY,
 	    &one, sizeof(one));
 	if ((c->pc_timer = evtimer_new(w->pw_base, proxy_conn_peek_timer, c)) == NULL) {
-		why = "internal_error";
+		why = PR_STR(INTERNAL_ERROR);
 		goto deny;
 	}
 	/* Read no more than a ClientHello can take while peeking. */
@@ -693,7 +694,7 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	    proxy_conn_peek_event, c);
 	if (bufferevent_enable(c->pc_client, EV_READ) == -1 ||
 	    evtimer_add(c->pc_timer, &tv) == -1) {
-		why = "internal_error";
+		why = PR_STR(INTERNAL_ERROR);
 		goto deny;
 	}
 	c->pc_state = PC_PEEK;
@@ -765,7 +766,7 @@ proxy_worker_free(struct proxy_worker *w)
 	if (w->pw_listener != NULL)
 		evconnlistener_free(w->pw_listener);
 	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
-		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : "shutdown", 1);
+		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : PR_STR(SHUTDOWN), 1);
 	proxy_audit_park_free(w->pw_base);
 	SSL_CTX_free(w->pw_tls_in);
 	SSL_CTX_free(w->pw_tls_out);
@@ -785,15 +786,15 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	q.pq_port = c->pc_dport;
 	q.pq_proto = c->pc_proto;
 	if (!policy_decide(p, &q, &v))
-		return "policy_reload";
+		return PR_STR(POLICY_RELOAD);
 	/* A connection cannot change mode: the mode says whether it may go on. */
 	if (c->pc_mode != NULL && c->pc_mode->pm_recheck(c, &v) == -1)
-		return "policy_reload";
+		return PR_STR(POLICY_RELOAD);
 	/* A cidr destination must still pass the address check with the new rule. */
 	if (c->pc_state >= PC_CONNECT && c->pc_by_addr &&
 	    netaddr_classify(&c->pc_upstream, NULL) == NETADDR_PRIVATE &&
 	    !policy_rule_allows_private(v.pv_rule, &c->pc_upstream))
-		return "policy_reload";
+		return PR_STR(POLICY_RELOAD);
 	if (v.pv_rule != NULL && v.pv_rule->pr_id != NULL)
 		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v.pv_rule->pr_id);
 	c->pc_prule = v.pv_rule;	/* within the policy c now holds */
@@ -808,11 +809,11 @@ proxy_conn_current(struct proxy_conn *c)
 	const char *why;
 
 	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
-		proxy_conn_close(c, "sandbox_removed", 1);
+		proxy_conn_close(c, PR_STR(SANDBOX_REMOVED), 1);
 		return -1;
 	}
 	if ((pp = proxy_sandbox_policy(c->pc_sandbox)) == NULL) {
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
 	if (pp == c->pc_policy) {
@@ -828,7 +829,7 @@ proxy_conn_current(struct proxy_conn *c)
 	if (c->pc_state == PC_PEEK) {
 		/* Nothing decided yet: may any protocol still reach the destination? */
 		why = proxy_conn_precheck(c, pp->pp_policy) != NULL ?
-		    "policy_reload" : NULL;
+		    PR_STR(POLICY_RELOAD) : NULL;
 	} else
 		why = proxy_conn_recheck_one(c, pp->pp_policy);
 	if (why != NULL && pp->pp_policy->p_mode == POLICY_MODE_REPORT)

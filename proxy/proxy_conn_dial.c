@@ -31,6 +31,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "proxy_conn.h"
+#include "proxy_reason.h"
 
 /*
  * An outstanding lookup.  The callback gets the ticket, not the connection: a
@@ -75,7 +76,7 @@ proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *ru
 		if (netaddr_equal(&w->pw_host[i], a) ||
 		    (netaddr_embedded_v4(a, &v4) &&
 		    netaddr_equal(&w->pw_host[i], &v4))) {
-			*why = "address_in_floor";
+			*why = PR_STR(ADDRESS_IN_FLOOR);
 			return -1;
 		}
 	}
@@ -85,12 +86,12 @@ proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *ru
 	case NETADDR_PRIVATE:
 		if (rule != NULL && policy_rule_allows_private(rule, a))
 			return 0;
-		*why = "private_address";
+		*why = PR_STR(PRIVATE_ADDRESS);
 		return -1;
 	case NETADDR_FLOOR:
 		break;
 	}
-	*why = "address_in_floor";
+	*why = PR_STR(ADDRESS_IN_FLOOR);
 	return -1;
 }
 
@@ -108,8 +109,8 @@ proxy_conn_dial_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	proxy_conn_close(c, c->pc_state == PC_RESOLVE ? "resolve_failed" :
-	    "connect_failed", 1);
+	proxy_conn_close(c, c->pc_state == PC_RESOLVE ? PR_STR(RESOLVE_FAILED) :
+	    PR_STR(CONNECT_FAILED), 1);
 }
 
 /* Connects to c->pc_upstream (already checked).  May close c. */
@@ -127,7 +128,7 @@ proxy_conn_connect(struct proxy_conn *c)
 		c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (c->pc_server == NULL) {
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	memset(&sin, 0, sizeof(sin));
@@ -139,7 +140,7 @@ proxy_conn_connect(struct proxy_conn *c)
 	    sizeof(sin)) == -1) {
 		/* An immediate failure also reaches proxy_conn_dial_event only for
 		 * some errors; the bufferevent is unusable either way. */
-		proxy_conn_close(c, "connect_failed", 1);
+		proxy_conn_close(c, PR_STR(CONNECT_FAILED), 1);
 		return;
 	}
 	(void)setsockopt(bufferevent_getfd(c->pc_server), IPPROTO_TCP, TCP_NODELAY,
@@ -173,7 +174,7 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		    evutil_gai_strerror(result));
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
-		proxy_conn_close(c, "resolve_failed", 1);
+		proxy_conn_close(c, PR_STR(RESOLVE_FAILED), 1);
 		return;
 	}
 	if (proxy_conn_current(c) == -1) {
@@ -191,12 +192,12 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 			break;
 		}
 		/* Report the floor over a private answer when both were seen. */
-		if (worst == NULL || strcmp(why, "address_in_floor") == 0)
+		if (worst == NULL || strcmp(why, PR_STR(ADDRESS_IN_FLOOR)) == 0)
 			worst = why;
 	}
 	evutil_freeaddrinfo(res);
 	if (!found) {
-		proxy_conn_close(c, worst != NULL ? worst : "resolve_failed", 1);
+		proxy_conn_close(c, worst != NULL ? worst : PR_STR(RESOLVE_FAILED), 1);
 		return;
 	}
 	c->pc_upstream = a;
@@ -216,14 +217,14 @@ proxy_conn_dial(struct proxy_conn *c)
 	event_assign(c->pc_timer, c->pc_worker->pw_base, -1, 0,
 	    proxy_conn_dial_timer, c);
 	if (evtimer_add(c->pc_timer, &tv) == -1) {
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	if (c->pc_by_addr) {
 		/* A cidr rule allowed the address itself: check it as an answer. */
 		rule = c->pc_prule;
 		if (c->pc_dst.na_family != AF_INET) {
-			proxy_conn_close(c, "address_not_allowed", 1);
+			proxy_conn_close(c, PR_STR(ADDRESS_NOT_ALLOWED), 1);
 			return;
 		}
 		if (proxy_conn_addr_check(c->pc_worker, rule, &c->pc_dst, &why) == -1) {
@@ -235,11 +236,11 @@ proxy_conn_dial(struct proxy_conn *c)
 		return;
 	}
 	if (c->pc_worker->pw_dns == NULL) {
-		proxy_conn_close(c, "resolve_failed", 1);
+		proxy_conn_close(c, PR_STR(RESOLVE_FAILED), 1);
 		return;
 	}
 	if ((t = calloc(1, sizeof(*t))) == NULL) {
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	t->pt_conn = c;

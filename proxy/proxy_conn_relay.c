@@ -56,6 +56,7 @@
 #include "proxy_conn.h"
 #include "proxy_keys.h"
 #include "proxy_scan.h"
+#include "proxy_reason.h"
 
 static void	proxy_conn_relay_read(struct bufferevent *, void *);
 static void	proxy_conn_relay_write(struct bufferevent *, void *);
@@ -417,7 +418,7 @@ proxy_splice_scan(struct proxy_conn *c)
 		r.ar_dst = dst;
 		r.ar_decision = "deny";
 		r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
-		r.ar_reason = "placeholder_unprotected";
+		r.ar_reason = PR_STR(PLACEHOLDER_UNPROTECTED);
 		kv[0] = (struct audit_kv){ .ak_key = "secret",
 		    .ak_str = proxy_keys_secret_name(k, m.sm_id) != NULL ?
 		    proxy_keys_secret_name(k, m.sm_id) : "?" };
@@ -437,7 +438,7 @@ static void
 proxy_splice_start(struct proxy_conn *c)
 {
 	if (c->pc_proto != POLICY_PROTO_TLS && proxy_splice_scan(c) == -1) {
-		proxy_conn_close(c, "placeholder_unprotected", 1);
+		proxy_conn_close(c, PR_STR(PLACEHOLDER_UNPROTECTED), 1);
 		return;
 	}
 	if (c->pc_by_addr)
@@ -458,7 +459,7 @@ proxy_splice_server_event(struct proxy_conn *c, short what)
 	log_debug("connection %llu: upstream connect failed: %s",
 	    (unsigned long long)c->pc_id,
 	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-	proxy_conn_close(c, "connect_failed", 1);
+	proxy_conn_close(c, PR_STR(CONNECT_FAILED), 1);
 }
 
 /* A spliced connection may go on unless its name is now inspected. */

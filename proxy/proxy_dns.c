@@ -45,6 +45,7 @@
 #include "proxy.h"
 #include "proxy_dns_codec.h"
 #include "siphash.h"
+#include "proxy_reason.h"
 
 #define DNS_WINDOW_MS		10000	/* audit aggregation window */
 #define DNS_TICK_MS		1000	/* each instance's timer; the window decides */
@@ -364,7 +365,7 @@ dns_window_close(struct dns_out *o, uint64_t now)
 				    s->ds_name);
 				snprintf(r.dr_src, sizeof(r.dr_src), "%s", s->ds_src);
 				r.dr_outcome = PROXY_DNS_DROP;
-				r.dr_reason = "rate_limited";
+				r.dr_reason = PR_STR(RATE_LIMITED);
 				r.dr_count = s->ds_rate_dropped;
 				r.dr_by_sandbox = 1;
 				(void)dns_out_add(o, &r);

@@ -15,6 +15,7 @@
 
 #include "proxy.h"
 #include "proxy_dns_codec.h"
+#include "proxy_reason.h"
 
 const char *
 proxy_dns_outcome_str(enum proxy_dns_outcome o)
@@ -64,7 +65,7 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 	pr = dns_query_parse(qbuf, qlen, &q);
 	if (pr == DNS_PARSE_DROP) {
 		res->dr_outcome = PROXY_DNS_DROP;
-		res->dr_reason = "malformed_query";
+		res->dr_reason = PR_STR(MALFORMED_QUERY);
 		return 0;
 	}
 	res->dr_qtype = q.dq_qtype;
@@ -82,15 +83,15 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 		q.dq_edns = 0;
 		res->dr_outcome = pr == DNS_PARSE_NOTIMP ? PROXY_DNS_NOTIMP :
 		    PROXY_DNS_FORMERR;
-		res->dr_reason = pr == DNS_PARSE_NOTIMP ? "opcode_not_implemented" :
-		    "malformed_query";
+		res->dr_reason = pr == DNS_PARSE_NOTIMP ? PR_STR(OPCODE_NOT_IMPLEMENTED) :
+		    PR_STR(MALFORMED_QUERY);
 		res->dr_qname[0] = '\0';
 		res->dr_qtype = 0;
 		rcode = pr == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP : DNS_RCODE_FORMERR;
 		goto build;
 	case DNS_PARSE_BADVERS:
 		res->dr_outcome = PROXY_DNS_BADVERS;
-		res->dr_reason = "edns_version";
+		res->dr_reason = PR_STR(EDNS_VERSION);
 		rcode = DNS_RCODE_BADVERS;
 		goto build;
 	default:
@@ -99,19 +100,19 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 
 	if (m == NULL) {
 		res->dr_outcome = PROXY_DNS_REFUSED;
-		res->dr_reason = "unknown_sandbox";
+		res->dr_reason = PR_STR(UNKNOWN_SANDBOX);
 		rcode = DNS_RCODE_REFUSED;
 		goto build;
 	}
 	if (q.dq_qclass != DNS_CLASS_IN) {
 		res->dr_outcome = PROXY_DNS_REFUSED;
-		res->dr_reason = "qclass_refused";
+		res->dr_reason = PR_STR(QCLASS_REFUSED);
 		rcode = DNS_RCODE_REFUSED;
 		goto build;
 	}
 	if (p == NULL) {
 		res->dr_outcome = PROXY_DNS_NXDOMAIN;
-		res->dr_reason = "no_policy";
+		res->dr_reason = PR_STR(NO_POLICY);
 		rcode = DNS_RCODE_NXDOMAIN;
 		goto build;
 	}
@@ -123,14 +124,14 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 		break;
 	default:
 		res->dr_outcome = PROXY_DNS_REFUSED;
-		res->dr_reason = "qtype_refused";
+		res->dr_reason = PR_STR(QTYPE_REFUSED);
 		rcode = DNS_RCODE_REFUSED;
 		goto build;
 	}
 	if (q.dq_name_err != HOSTNAME_OK) {
 		res->dr_outcome = PROXY_DNS_NXDOMAIN;
 		res->dr_reason = q.dq_name_err == HOSTNAME_IP_LITERAL ?
-		    "ip_literal_name" : "invalid_name";
+		    PR_STR(IP_LITERAL_NAME) : PR_STR(INVALID_NAME);
 		rcode = DNS_RCODE_NXDOMAIN;
 		goto build;
 	}
@@ -138,10 +139,10 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 		res->dr_rule = r->pr_id;
 	else if (p->p_mode == POLICY_MODE_REPORT) {
 		res->dr_would_deny = 1;
-		res->dr_reason = "name_not_allowed";
+		res->dr_reason = PR_STR(NAME_NOT_ALLOWED);
 	} else {
 		res->dr_outcome = PROXY_DNS_NXDOMAIN;
-		res->dr_reason = "name_not_allowed";
+		res->dr_reason = PR_STR(NAME_NOT_ALLOWED);
 		rcode = DNS_RCODE_NXDOMAIN;
 		goto build;
 	}
@@ -153,7 +154,7 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 	}
 	if (proxy_map_name_to_addr(m, q.dq_name, &res->dr_addr) == -1) {
 		res->dr_outcome = PROXY_DNS_SERVFAIL;
-		res->dr_reason = "map_failed";
+		res->dr_reason = PR_STR(MAP_FAILED);
 		rcode = DNS_RCODE_SERVFAIL;
 		goto build;
 	}

@@ -16,6 +16,7 @@
 
 #include "hexdig.h"
 #include "proxy_http.h"
+#include "proxy_reason.h"
 
 /* ---- byte classes ---- */
 
@@ -247,13 +248,13 @@ http_res_reason(enum http_res r)
 {
 	switch (r) {
 	case HTTP_E_TARGET:
-		return "invalid_path";
+		return PR_STR(INVALID_PATH);
 	case HTTP_E_VERSION:
-		return "http_version_not_supported";
+		return PR_STR(HTTP_VERSION_NOT_SUPPORTED);
 	case HTTP_E_TOO_LARGE:
-		return "http_head_too_large";
+		return PR_STR(HTTP_HEAD_TOO_LARGE);
 	default:
-		return "http_malformed";
+		return PR_STR(HTTP_MALFORMED);
 	}
 }
 

@@ -113,6 +113,7 @@
 #include "proxy_keys.h"
 #include "proxy_scan.h"
 #include "proxy_tls.h"
+#include "proxy_reason.h"
 
 #define PI_HANDSHAKE_TIMEOUT	10	/* seconds for the VM's handshake */
 #define PI_CHUNK_MAX		(64 * 1024)	/* bytes taken from a buffer at once */
@@ -576,7 +577,7 @@ pi_head_placeholders(struct proxy_conn *c, const uint8_t *h,
 		if (rc == 0 && scan_find(set, scratch.hb_p, scratch.hb_len, &m)) {
 			*id = m.sm_id;
 			if (m.sm_enc != SCAN_ENC_RAW && m.sm_enc != SCAN_ENC_BASIC)
-				*why = "placeholder_encoded";
+				*why = PR_STR(PLACEHOLDER_ENCODED);
 			rc = -1;
 		}
 	}
@@ -585,7 +586,7 @@ pi_head_placeholders(struct proxy_conn *c, const uint8_t *h,
 		return 0;
 	if (*why == NULL)
 		*why = *id >= 0 && pi_secret_allowed(c, *id) ?
-		    "placeholder_in_header" : "placeholder_unbound_host";
+		    PR_STR(PLACEHOLDER_IN_HEADER) : PR_STR(PLACEHOLDER_UNBOUND_HOST);
 	return -1;
 }
 
@@ -635,7 +636,7 @@ pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
 		s = proxy_keys_secret(pi->pi_keys, r->pr_inject[i].pi_secret);
 		if (s == NULL || !proxy_secret_allows_host(s, c->pc_name)) {
 			/* The vault changed under a policy that was checked: refuse. */
-			*why = "secret_unavailable";
+			*why = PR_STR(SECRET_UNAVAILABLE);
 			return -1;
 		}
 		if (pi->pi_ninject < AUDIT_INJECT_MAX)
@@ -646,13 +647,13 @@ pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
 		t = r->pr_inject[i].pi_value != NULL ? r->pr_inject[i].pi_value :
 		    "{secret}";
 		if ((at = strstr(t, "{secret}")) == NULL) {
-			*why = "secret_unavailable";
+			*why = PR_STR(SECRET_UNAVAILABLE);
 			return -1;
 		}
 		if (http_buf_add(&vals[i], t, (size_t)(at - t)) == -1 ||
 		    http_buf_add(&vals[i], s->ps_value, s->ps_vlen) == -1 ||
 		    http_buf_add_str(&vals[i], at + 8) == -1) {
-			*why = "internal_error";
+			*why = PR_STR(INTERNAL_ERROR);
 			return -1;
 		}
 		set[*nset].hx_name = r->pr_inject[i].pi_header;
@@ -720,7 +721,7 @@ pi_request_start(struct proxy_conn *c)
 	pi_keys_refresh(pi);
 
 	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
-		pi_refuse(c, 403, "Forbidden", "sandbox_removed",
+		pi_refuse(c, 403, "Forbidden", PR_STR(SANDBOX_REMOVED),
 		    "the sandbox was removed");
 		goto out;
 	}
@@ -734,24 +735,24 @@ pi_request_start(struct proxy_conn *c)
 	    rq->hq_host.len)) {
 		snprintf(what, sizeof(what), "this connection is for %s:%u only",
 		    c->pc_name, c->pc_dport);
-		pi_refuse(c, 421, "Misdirected Request", "host_mismatch", what);
+		pi_refuse(c, 421, "Misdirected Request", PR_STR(HOST_MISMATCH), what);
 		goto out;
 	}
 	if (proxy_limit_request_take(c->pc_sandbox,
 	    &pi->pi_pp->pp_policy->p_limits) == -1) {
-		pi_refuse(c, 429, "Too Many Requests", "rate_limited",
+		pi_refuse(c, 429, "Too Many Requests", PR_STR(RATE_LIMITED),
 		    "the sandbox's requests_per_second limit is spent");
 		goto out;
 	}
 	if (http_method_classify(h + rq->hq_method.off, rq->hq_method.len) ==
 	    HTTP_MC_ECHO) {
-		pi_refuse(c, 405, "Method Not Allowed", "trace_refused",
+		pi_refuse(c, 405, "Method Not Allowed", PR_STR(TRACE_REFUSED),
 		    "TRACE and TRACK are never forwarded");
 		goto out;
 	}
 	if (rq->hq_absolute && c->pc_proto == POLICY_PROTO_TLS) {
 		/* Only a client that thinks it talks to a plain-HTTP proxy sends it. */
-		pi_refuse(c, 400, "Bad Request", "invalid_path",
+		pi_refuse(c, 400, "Bad Request", PR_STR(INVALID_PATH),
 		    "absolute-form request-target inside TLS");
 		goto out;
 	}
@@ -777,7 +778,7 @@ pi_request_start(struct proxy_conn *c)
 	if (c->pc_proto == POLICY_PROTO_TLS && (v.pv_rule == NULL ||
 	    v.pv_tls != POLICY_TLS_INSPECT)) {
 		/* A reload turned this name to splice: this connection cannot follow. */
-		pi_deny(c, "policy_reload", what);
+		pi_deny(c, PR_STR(POLICY_RELOAD), what);
 		goto out;
 	}
 	/*
@@ -788,7 +789,7 @@ pi_request_start(struct proxy_conn *c)
 	 */
 	if (rq->hq_websocket) {
 		if (v.pv_rule == NULL || !v.pv_rule->pr_websocket) {
-			pi_deny(c, "websocket_not_allowed", what);
+			pi_deny(c, PR_STR(WEBSOCKET_NOT_ALLOWED), what);
 			goto out;
 		}
 		pi->pi_websocket = 1;
@@ -800,8 +801,8 @@ pi_request_start(struct proxy_conn *c)
 	 */
 	if (scan_find(pi->pi_keys->pk_ph_set, h + rq->hq_method.off,
 	    rq->hq_target.off + rq->hq_target.len - rq->hq_method.off, &m)) {
-		pi_audit_exfil(c, "placeholder_in_url", m.sm_id, "url", 0);
-		pi_deny(c, "placeholder_in_url", what);
+		pi_audit_exfil(c, PR_STR(PLACEHOLDER_IN_URL), m.sm_id, "url", 0);
+		pi_deny(c, PR_STR(PLACEHOLDER_IN_URL), what);
 		goto out;
 	}
 	/* Registered methods only; the rarer ones where the rule lists them. */
@@ -813,7 +814,7 @@ pi_request_start(struct proxy_conn *c)
 			break;
 		/* FALLTHROUGH */
 	default:
-		pi_deny(c, "method_not_allowed", what);
+		pi_deny(c, PR_STR(METHOD_NOT_ALLOWED), what);
 		goto out;
 	}
 	if (pi_head_placeholders(c, h, rq, &why, &id, &supplied) == -1) {
@@ -870,10 +871,10 @@ pi_request_start(struct proxy_conn *c)
 	if (http_request_rewrite(h, rq, &rw, &head) == -1) {
 		if (errno == EMSGSIZE)
 			pi_refuse(c, 431, "Request Header Fields Too Large",
-			    "http_head_too_large", "the request head would be too "
+			    PR_STR(HTTP_HEAD_TOO_LARGE), "the request head would be too "
 			    "large with the fields airlock adds");
 		else
-			pi_refuse(c, 400, "Bad Request", "http_malformed",
+			pi_refuse(c, 400, "Bad Request", PR_STR(HTTP_MALFORMED),
 			    "the request head could not be rebuilt");
 		goto out;
 	}
@@ -890,7 +891,7 @@ pi_request_start(struct proxy_conn *c)
 	ret = 0;
 	goto out;
  internal:
-	pi_refuse(c, 500, "Internal Server Error", "internal_error",
+	pi_refuse(c, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
 	    "internal error");
  out:
 	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
@@ -937,7 +938,7 @@ pi_request_head(struct proxy_conn *c)
 		return -1;
 	}
 	if ((pi->pi_head = malloc(hl)) == NULL) {
-		pi_refuse(c, 500, "Internal Server Error", "internal_error",
+		pi_refuse(c, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
 		    "internal error");
 		return -1;
 	}
@@ -960,8 +961,8 @@ pi_body_scan(struct proxy_conn *c, const uint8_t *p, size_t n)
 	/* The head (and some body) went upstream: the upstream request is cut. */
 	if (c->pc_server != NULL)
 		bufferevent_disable(c->pc_server, EV_READ | EV_WRITE);
-	pi_audit_exfil(c, "placeholder_in_body", m.sm_id, "body", 0);
-	pi_deny(c, "placeholder_in_body", what);
+	pi_audit_exfil(c, PR_STR(PLACEHOLDER_IN_BODY), m.sm_id, "body", 0);
+	pi_deny(c, PR_STR(PLACEHOLDER_IN_BODY), what);
 	return -1;
 }
 
@@ -1021,7 +1022,7 @@ pi_request_body(struct proxy_conn *c)
 	if (r == HTTP_E_BAD) {
 		if (c->pc_server != NULL)
 			bufferevent_disable(c->pc_server, EV_READ | EV_WRITE);
-		pi_refuse(c, 400, "Bad Request", "http_malformed",
+		pi_refuse(c, 400, "Bad Request", PR_STR(HTTP_MALFORMED),
 		    pi->pi_req_ch.hc_why != NULL ? pi->pi_req_ch.hc_why :
 		    "bad chunked body");
 		return -1;
@@ -1131,9 +1132,9 @@ pi_response_done(struct proxy_conn *c)
 	int extra = pi_upstream_extra(c);
 
 	if (pi->pi_redacted > 0)
-		pi_audit_exfil(c, "secret_redacted", pi->pi_redacted_id, "response",
+		pi_audit_exfil(c, PR_STR(SECRET_REDACTED), pi->pi_redacted_id, "response",
 		    (long long)pi->pi_redacted);
-	pi_audit_request(c, extra ? "upstream_http_malformed" : NULL,
+	pi_audit_request(c, extra ? PR_STR(UPSTREAM_HTTP_MALFORMED) : NULL,
 	    pi->pi_status);
 	if (!pi->pi_keepalive || pi->pi_rq != PI_REQ_DONE || extra) {
 		pi_request_reset(pi);
@@ -1183,9 +1184,9 @@ pi_response_names(struct proxy_conn *c)
 	for (i = 0; i < rs->hs_nfields; i++) {
 		if (scan_find(set, pi->pi_rhead + rs->hs_fields[i].hf_name.off,
 		    rs->hs_fields[i].hf_name.len, &m)) {
-			pi_audit_exfil(c, "secret_in_field_name", m.sm_id,
+			pi_audit_exfil(c, PR_STR(SECRET_IN_FIELD_NAME), m.sm_id,
 			    "response", 0);
-			pi_bad_gateway(c, "secret_in_field_name", "the upstream "
+			pi_bad_gateway(c, PR_STR(SECRET_IN_FIELD_NAME), "the upstream "
 			    "sent a secret's value as a header field name");
 			return -1;
 		}
@@ -1209,7 +1210,7 @@ pi_response_head(struct proxy_conn *c)
 
 	if (len == 0) {
 		if (pi->pi_server_eof) {
-			pi_bad_gateway(c, "upstream_closed",
+			pi_bad_gateway(c, PR_STR(UPSTREAM_CLOSED),
 			    "the upstream closed without a response");
 			return -1;
 		}
@@ -1228,7 +1229,7 @@ pi_response_head(struct proxy_conn *c)
 		log_debug("connection %llu: response refused: %s",
 		    (unsigned long long)c->pc_id, rs->hs_why != NULL ? rs->hs_why :
 		    http_res_str(r));
-		pi_bad_gateway(c, "upstream_http_malformed",
+		pi_bad_gateway(c, PR_STR(UPSTREAM_HTTP_MALFORMED),
 		    "the upstream's response was malformed");
 		return -1;
 	}
@@ -1249,12 +1250,12 @@ pi_response_head(struct proxy_conn *c)
 		if (rs->hs_fields[i].hf_value.len == 8 && strncasecmp((const char *)
 		    pi->pi_rhead + rs->hs_fields[i].hf_value.off, "identity", 8) == 0)
 			continue;
-		pi_bad_gateway(c, "upstream_compressed", "the upstream compressed "
+		pi_bad_gateway(c, PR_STR(UPSTREAM_COMPRESSED), "the upstream compressed "
 		    "a response that must be scanned for secrets");
 		return -1;
 	}
 	if (rs->hs_switching && !pi->pi_websocket) {
-		pi_bad_gateway(c, "upstream_http_malformed",
+		pi_bad_gateway(c, PR_STR(UPSTREAM_HTTP_MALFORMED),
 		    "the upstream switched protocols unasked");
 		return -1;
 	}
@@ -1289,7 +1290,7 @@ pi_response_head(struct proxy_conn *c)
 	rw.rw_upgrade = rs->hs_switching;
 	if (http_response_rewrite(pi->pi_rhead, rs, &rw, &head) == -1) {
 		http_buf_free(&head);
-		pi_bad_gateway(c, "upstream_http_malformed",
+		pi_bad_gateway(c, PR_STR(UPSTREAM_HTTP_MALFORMED),
 		    "the upstream's response head could not be rebuilt");
 		return -1;
 	}
@@ -1347,7 +1348,7 @@ pi_response_body(struct proxy_conn *c)
 		return 0;
 	if (len == 0 && !(pi->pi_server_eof && f == HTTP_BODY_CLOSE)) {
 		if (pi->pi_server_eof) {
-			pi_bad_gateway(c, "upstream_closed",
+			pi_bad_gateway(c, PR_STR(UPSTREAM_CLOSED),
 			    "the upstream cut the response short");
 			return -1;
 		}
@@ -1390,7 +1391,7 @@ pi_response_body(struct proxy_conn *c)
 				break;
 		}
 		if (r == HTTP_E_BAD) {
-			pi_bad_gateway(c, "upstream_http_malformed",
+			pi_bad_gateway(c, PR_STR(UPSTREAM_HTTP_MALFORMED),
 			    "bad chunked response body");
 			return -1;
 		}
@@ -1399,7 +1400,7 @@ pi_response_body(struct proxy_conn *c)
 			if (pi_response_emit(c, NULL, 0, 1) == -1)
 				goto error;
 		} else if (pi->pi_server_eof && used == evbuffer_get_length(in)) {
-			pi_bad_gateway(c, "upstream_closed",
+			pi_bad_gateway(c, PR_STR(UPSTREAM_CLOSED),
 			    "the upstream cut the response short");
 			return -1;
 		}
@@ -1413,7 +1414,7 @@ pi_response_body(struct proxy_conn *c)
 		pi_response_done(c);
 	return 1;
  error:
-	pi_bad_gateway(c, "internal_error", "internal error");
+	pi_bad_gateway(c, PR_STR(INTERNAL_ERROR), "internal error");
 	return -1;
 }
 
@@ -1441,7 +1442,7 @@ pi_run(struct proxy_conn *c)
 				break;
 			if (pi_upstream_extra(c)) {
 				/* No request outstanding: nothing asked for it. */
-				pi_audit_request(c, "upstream_http_malformed", -1);
+				pi_audit_request(c, PR_STR(UPSTREAM_HTTP_MALFORMED), -1);
 				pi_request_reset(pi);
 				pi_closing(c);
 				return;
@@ -1565,7 +1566,7 @@ pi_client_event(struct bufferevent *bev, short what, void *arg)
 		    evbuffer_peek(bufferevent_get_output(u), -1, NULL, &iov, 1) > 0)
 			(void)send(bufferevent_getfd(u), iov.iov_base, iov.iov_len,
 			    MSG_NOSIGNAL | MSG_DONTWAIT);
-		proxy_conn_close(c, "client_tls_failed", 0);
+		proxy_conn_close(c, PR_STR(CLIENT_TLS_FAILED), 0);
 		return;
 	}
 	if ((what & BEV_EVENT_EOF) && pi->pi_rq != PI_CLOSING) {
@@ -1603,7 +1604,7 @@ pi_server_event(struct bufferevent *bev, short what, void *arg)
 	/* An error or reset mid-exchange. */
 	pi->pi_server_eof = 1;
 	if (pi->pi_rs != PR_IDLE) {
-		pi_bad_gateway(c, "upstream_closed", "the upstream connection broke");
+		pi_bad_gateway(c, PR_STR(UPSTREAM_CLOSED), "the upstream connection broke");
 		return;
 	}
 	proxy_conn_close(c, NULL, 1);
@@ -1628,7 +1629,7 @@ pi_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (!pi->pi_client_up) {
-		proxy_conn_close(c, "client_tls_timeout", 1);
+		proxy_conn_close(c, PR_STR(CLIENT_TLS_TIMEOUT), 1);
 		return;
 	}
 	event_base_gettimeofday_cached(c->pc_worker->pw_base, &now);
@@ -1678,7 +1679,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	int fd;
 
 	if ((pi = calloc(1, sizeof(*pi))) == NULL) {
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	c->pc_inspect = pi;
@@ -1704,7 +1705,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		bufferevent_enable(c->pc_client, EV_WRITE);
 		if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
 		    evtimer_add(pi->pi_timer, &tv) == -1) {
-			proxy_conn_close(c, "internal_error", 1);
+			proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 			return;
 		}
 		proxy_conn_dial(c);
@@ -1724,7 +1725,7 @@ proxy_inspect_start(struct proxy_conn *c)
 			(void)send(fd, alert, sizeof(alert), MSG_NOSIGNAL |
 			    MSG_DONTWAIT);
 		}
-		proxy_conn_close(c, "inspect_unavailable", 0);
+		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 0);
 		return;
 	}
 	if (ca_leaf_get(ca->pc_cache, ca->pc_ca, c->pc_name, proxy_keys_leaf_key(),
@@ -1732,7 +1733,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_keys_put(ck);
 		log_warnx("sandbox %s: no leaf for %s: %s", pi_sandbox(c), c->pc_name,
 		    err);
-		proxy_conn_close(c, "inspect_unavailable", 1);
+		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 1);
 		return;
 	}
 	proxy_keys_put(ck);	/* the leaf is referenced on its own */
@@ -1740,7 +1741,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	    proxy_tls_server_set_leaf(ssl, leaf, proxy_keys_leaf_key()) == -1) {
 		X509_free(leaf);
 		SSL_free(ssl);
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	X509_free(leaf);
@@ -1749,7 +1750,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	    BEV_OPT_DEFER_CALLBACKS);
 	if (f == NULL) {
 		SSL_free(ssl);
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	/* The filter owns the socket bufferevent (and ssl) from here. */
@@ -1761,7 +1762,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	bufferevent_enable(f, EV_READ | EV_WRITE);
 	if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
 	    evtimer_add(pi->pi_timer, &tv) == -1) {
-		proxy_conn_close(c, "internal_error", 1);
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
 	/* The ClientHello is already buffered: start the handshake on it now. */
@@ -1809,7 +1810,7 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 		if (c->pc_proto == POLICY_PROTO_TLS && (SSL_get_verify_result(
 		    bufferevent_openssl_get_ssl(c->pc_server)) != X509_V_OK ||
 		    pi->pi_tc.tc_own_ca)) {
-			pi->pi_fail = "upstream_cert_invalid";
+			pi->pi_fail = PR_STR(UPSTREAM_CERT_INVALID);
 			snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "%s",
 			    proxy_tls_verify_str(&pi->pi_tc));
 			proxy_tls_client_forget(c->pc_worker->pw_tls_out,
@@ -1840,16 +1841,16 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	    bufferevent_get_openssl_error(c->pc_server) != 0)
 		;
 	if (pi->pi_tc.tc_verify_err != 0 || pi->pi_tc.tc_own_ca) {
-		pi->pi_fail = "upstream_cert_invalid";
+		pi->pi_fail = PR_STR(UPSTREAM_CERT_INVALID);
 		snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "%s",
 		    proxy_tls_verify_str(&pi->pi_tc));
 	} else if (e != 0) {
-		pi->pi_fail = "upstream_tls_failed";
+		pi->pi_fail = PR_STR(UPSTREAM_TLS_FAILED);
 		snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "TLS: %s",
 		    ERR_reason_error_string(e) != NULL ?
 		    ERR_reason_error_string(e) : "handshake failed");
 	} else {
-		pi->pi_fail = "connect_failed";
+		pi->pi_fail = PR_STR(CONNECT_FAILED);
 		snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why),
 		    "no connection to the upstream");
 	}

@@ -83,7 +83,9 @@ ok $? "net attach ts"
 "$AIRLOCK" --config "$T/airlock.json" ca cert ts >"$T/ts-ca.pem" 2>/dev/null
 vcurl() { inV curl -sS --max-time 8 --cacert "$T/ts-ca.pem" "$@"; }
 audit_count() { grep -c -- "$1" "$T/audit.jsonl"; }
-denials() { audit_count '"dst":"api.test:443".*"reason":"client_tls_failed"'; }
+# Denials are aggregated per second (the rest counted as "suppressed" in a later
+# record, flushed each second): wait for the flush, count records + suppressed.
+denials() { sleep 1.2; pn_denials ts client_tls_failed; }
 # vm_tls OUT ARGS...: an HTTP request to api.test over s_client; stdout+stderr in OUT
 vm_tls() {
 	local out=$1

@@ -80,11 +80,13 @@ out=$(vcurl -v https://other.test/ka https://other.test/ka 2>&1)
     echo "$out" | grep -qi "re-using existing connection"
 ok $? "keep-alive: two answers on one connection"
 for p in smuggle-cl smuggle-chunked smuggle-204; do
-	n0=$(grep -c upstream_http_malformed "$T/audit.jsonl")
+	sleep 1.2	# the aggregated denials of the last second flushed
+	n0=$(pn_denials rt upstream_http_malformed)
 	out=$(vcurl https://other.test/$p https://other.test/ka 2>&1)
 	! echo "$out" | grep -q SMUGGLED && echo "$out" | grep -q '^origin other.test'
 	ok $? "$p: the VM's next request gets its own answer, never the smuggled one"
-	[ "$(grep -c upstream_http_malformed "$T/audit.jsonl")" -gt "$n0" ]
+	sleep 1.2
+	[ "$(pn_denials rt upstream_http_malformed)" -gt "$n0" ]
 	ok $? "... audited upstream_http_malformed"
 done
 out=$(vcurl https://other.test/smuggle-cl 2>&1)

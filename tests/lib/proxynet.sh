@@ -173,7 +173,7 @@ pn_attach() {
 pn_denials() {
 	perl -ne '
 	    BEGIN { ($sb, $re) = (shift, shift) }
-	    next unless /"event":"deny"/ && /"reason":"\Q$re\E"/;
+	    next unless /"event":"deny"|"decision":"deny"/ && /"reason":"\Q$re\E"/;
 	    next unless $sb eq "-" ? !/"sandbox":/ : /"sandbox":"\Q$sb\E"/;
 	    $n += /"suppressed":(\d+)/ ? $1 : 0;
 	    $n++ unless /"aggregate":"flush"/;
