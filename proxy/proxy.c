@@ -65,22 +65,9 @@ struct proxy_thread {
 	struct event	*pt_recheck;
 };
 
-struct airlock_config proxy_cfg;
-struct audit_log *proxy_log;
 static struct proxy_thread *proxy_threads;
 static unsigned int proxy_nthreads;
 
-const struct airlock_config *
-proxy_config(void)
-{
-	return &proxy_cfg;
-}
-
-struct audit_log *
-proxy_audit(void)
-{
-	return proxy_log;
-}
 
 /*
  * Sockets and privileges.

@@ -97,89 +97,6 @@ static void	proxy_conn_peek_read(struct bufferevent *, void *);
 static void	proxy_conn_peek_event(struct bufferevent *, short, void *);
 static void	proxy_conn_peek_timer(evutil_socket_t, short, void *);
 
-const char *
-proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *buf, size_t len)
-{
-	char ab[NETADDR_STRLEN];
-
-	if (a->na_family != AF_INET && a->na_family != AF_INET6) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	netaddr_fmt(a, ab, sizeof(ab));
-	if (a->na_family == AF_INET6)
-		snprintf(buf, len, "[%s]:%u", ab, port);
-	else
-		snprintf(buf, len, "%s:%u", ab, port);
-	return buf;
-}
-
-static long long
-proxy_conn_ms(const struct proxy_conn *c)
-{
-	struct timeval now, d;
-
-	evutil_gettimeofday(&now, NULL);
-	evutil_timersub(&now, &c->pc_start, &d);
-	return (long long)d.tv_sec * 1000 + d.tv_usec / 1000;
-}
-
-/*
- * The one audit record of c.  Denials are written (and, per audit.fsync, synced)
- * before the reset goes out, so a reviewer never misses a refusal the VM saw.
- * Returns the seq to have on disk first (0: none; proxy_conn_close() waits).
- */
-static long long
-proxy_conn_audit(struct proxy_conn *c, const char *reason)
-{
-	long long seq = 0;
-	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[2];
-	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
-	size_t nkv = 0;
-
-	r.ar_event = reason != NULL ? AUDIT_EV_DENY : AUDIT_EV_CONNECT;
-	r.ar_sandbox = c->pc_sandbox != NULL ? c->pc_sandbox->ps_rec.sb_name : NULL;
-	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
-	if (c->pc_name[0] != '\0')
-		snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
-	else
-		proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
-	r.ar_dst = dst;
-	/* splice/inspect is the rule's word: only once a rule decided. */
-	if (c->pc_rule[0] != '\0' && c->pc_proto == POLICY_PROTO_TLS)
-		r.ar_tls = policy_tls_str(c->pc_tls);
-	r.ar_decision = reason != NULL ? "deny" : "allow";
-	r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
-	r.ar_reason = reason != NULL ? reason :
-	    (c->pc_would_deny ? c->pc_wd_reason : NULL);
-	r.ar_would_deny = reason == NULL && c->pc_would_deny;
-	if (c->pc_state >= PC_DECIDED || reason == NULL) {
-		kv[nkv].ak_key = "proto";
-		kv[nkv].ak_str = policy_proto_str(c->pc_proto);
-		nkv++;
-	}
-	if (c->pc_state >= PC_CONNECT) {
-		kv[nkv].ak_key = "upstream";
-		kv[nkv].ak_str = proxy_conn_addrport(&c->pc_upstream, c->pc_dport, up,
-		    sizeof(up));
-		nkv++;
-	}
-	r.ar_extra = kv;
-	r.ar_nextra = nkv;
-	if (c->pc_state >= PC_RELAY) {
-		r.ar_bytes_up = (long long)c->pc_up;
-		r.ar_bytes_down = (long long)c->pc_down;
-	}
-	r.ar_ms = proxy_conn_ms(c);
-	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
-	if (proxy_audit() != NULL && audit_write_nowait(proxy_audit(), &r,
-	    &seq) == -1)
-		log_warn("audit write (connection %llu)",
-		    (unsigned long long)c->pc_id);
-	return seq;
-}
-
 /* Sends a fatal TLS alert (description desc) without waiting: the socket is fresh. */
 static void
 proxy_conn_tls_alert(int fd, unsigned char desc)
@@ -190,92 +107,11 @@ proxy_conn_tls_alert(int fd, unsigned char desc)
 	(void)send(fd, alert, sizeof(alert), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-void
-proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
-{
-	struct linger lg = { 1, 0 };
-	long long seq = 0;
-	int fd;
-
-	/* A VM that left before saying anything had nothing decided: no record. */
-	if (reason != NULL || c->pc_state >= PC_DECIDED) {
-		seq = proxy_conn_audit(c, reason);
-		if (c->pc_sandbox != NULL)
-			proxy_sandbox_count(c->pc_sandbox, reason != NULL ?
-			    PROXY_STAT_DENIED : PROXY_STAT_ALLOWED, 1);
-	}
-	proxy_conn_dial_cancel(c);
-	if (c->pc_client != NULL) {
-		fd = bufferevent_getfd(c->pc_client);
-		/* SO_LINGER 0: close() sends a RST, so the VM sees the refusal at once. */
-		if (rst && fd != -1 &&
-		    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
-			log_debug("SO_LINGER: %s", strerror(errno));
-		/* The reset waits for the disk; the worker does not (if it can). */
-		if (seq > 0 && rst && fd != -1 &&
-		    proxy_audit_park(c->pc_worker->pw_base, fd, seq) == 0)
-			seq = 0;
-	}
-	if (seq > 0 && audit_sync_wait(proxy_audit(), seq) == -1)
-		log_warn("audit sync (connection %llu)", (unsigned long long)c->pc_id);
-	if (c->pc_client != NULL)
-		bufferevent_free(c->pc_client);
-	if (c->pc_server != NULL) {
-		fd = bufferevent_getfd(c->pc_server);
-		if (rst && fd != -1)
-			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		bufferevent_free(c->pc_server);
-	}
-	if (c->pc_mode != NULL)
-		c->pc_mode->pm_free(c);
-	if (c->pc_timer != NULL)
-		event_free(c->pc_timer);
-	if (c->pc_pause != NULL)
-		event_free(c->pc_pause);
-	if (c->pc_policy != NULL)
-		proxy_policy_put(c->pc_policy);
-	if (c->pc_sandbox != NULL) {
-		if (c->pc_counted)
-			proxy_sandbox_count(c->pc_sandbox, PROXY_STAT_CONNS_LIVE, -1);
-		proxy_sandbox_put(c->pc_sandbox);
-	}
-	TAILQ_REMOVE(&c->pc_worker->pw_conns, c, pc_entry);
-	free(c);
-}
-
 /* Refuses c before anything was relayed: audit, then a reset. */
 static void
 proxy_conn_deny(struct proxy_conn *c, const char *reason)
 {
 	proxy_conn_close(c, reason, 1);
-}
-
-/*
- * Would any protocol be allowed to this destination?  Lets a name, port or address
- * that no rule opens be refused at once, before waiting for bytes.
- */
-static const char *
-proxy_conn_precheck(struct proxy_conn *c, const struct policy *p)
-{
-	static const enum policy_proto protos[] = {
-		POLICY_PROTO_TLS, POLICY_PROTO_HTTP, POLICY_PROTO_TCP
-	};
-	struct policy_query q;
-	struct policy_verdict v;
-	size_t i;
-
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
-	for (i = 0; i < sizeof(protos) / sizeof(protos[0]); i++) {
-		q.pq_proto = protos[i];
-		if (policy_decide(p, &q, &v) && !v.pv_would_deny)
-			return NULL;
-		if (v.pv_would_deny)
-			return NULL;	/* report mode: decided after the peek */
-	}
-	return policy_reason_str(v.pv_reason);
 }
 
 /*
@@ -413,7 +249,8 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 		proxy_conn_deny(c, PR_STR(INSPECT_UNAVAILABLE));
 		return;
 	}
-	c->pc_mode->pm_start(c);
+	if (c->pc_mode->pm_start(c) == 0)
+		proxy_conn_dial(c);
 }
 
 /* Looks at what has arrived so far.  May close c. */
@@ -771,74 +608,6 @@ proxy_worker_free(struct proxy_worker *w)
 	SSL_CTX_free(w->pw_tls_in);
 	SSL_CTX_free(w->pw_tls_out);
 	free(w);
-}
-
-/* Would c's destination, as decided, still be allowed by policy p? */
-static const char *
-proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
-{
-	struct policy_query q;
-	struct policy_verdict v;
-
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
-	q.pq_proto = c->pc_proto;
-	if (!policy_decide(p, &q, &v))
-		return PR_STR(POLICY_RELOAD);
-	/* A connection cannot change mode: the mode says whether it may go on. */
-	if (c->pc_mode != NULL && c->pc_mode->pm_recheck(c, &v) == -1)
-		return PR_STR(POLICY_RELOAD);
-	/* A cidr destination must still pass the address check with the new rule. */
-	if (c->pc_state >= PC_CONNECT && c->pc_by_addr &&
-	    netaddr_classify(&c->pc_upstream, NULL) == NETADDR_PRIVATE &&
-	    !policy_rule_allows_private(v.pv_rule, &c->pc_upstream))
-		return PR_STR(POLICY_RELOAD);
-	if (v.pv_rule != NULL && v.pv_rule->pr_id != NULL)
-		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v.pv_rule->pr_id);
-	c->pc_prule = v.pv_rule;	/* within the policy c now holds */
-	c->pc_limits = p->p_limits;
-	return NULL;
-}
-
-int
-proxy_conn_current(struct proxy_conn *c)
-{
-	struct proxy_policy *pp;
-	const char *why;
-
-	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
-		proxy_conn_close(c, PR_STR(SANDBOX_REMOVED), 1);
-		return -1;
-	}
-	if ((pp = proxy_sandbox_policy(c->pc_sandbox)) == NULL) {
-		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
-		return -1;
-	}
-	if (pp == c->pc_policy) {
-		/* c holds a reference to pc_policy: the pointer cannot be reused. */
-		proxy_policy_put(pp);
-		return 0;
-	}
-	if (c->pc_policy != NULL)
-		proxy_policy_put(c->pc_policy);
-	c->pc_policy = pp;
-	c->pc_prule = NULL;	/* it was in the old policy; recheck sets it */
-	c->pc_reloaded = 1;
-	if (c->pc_state == PC_PEEK) {
-		/* Nothing decided yet: may any protocol still reach the destination? */
-		why = proxy_conn_precheck(c, pp->pp_policy) != NULL ?
-		    PR_STR(POLICY_RELOAD) : NULL;
-	} else
-		why = proxy_conn_recheck_one(c, pp->pp_policy);
-	if (why != NULL && pp->pp_policy->p_mode == POLICY_MODE_REPORT)
-		why = NULL;
-	if (why != NULL) {
-		proxy_conn_close(c, why, 1);
-		return -1;
-	}
-	return 0;
 }
 
 void

@@ -1,13 +1,17 @@
 /*
  * proxy/proxy_conn.h: the connection path, shared by its files, top-down:
- *	proxy_conn.c		worker, accept, sandbox, peek, decide, close and audit
+ *	proxy_conn.c		worker, accept, sandbox, peek, decide; the reload
+ *				recheck of the worker's connections
  *	proxy_conn_dial.c	resolve, check, connect (for any mode)
  *	modes (struct proxy_mode below; the core and the dial know none by name):
  *	  proxy_conn_relay.c	splice: bytes both ways, untouched (also the relay
  *				an inspected connection hands over to after a 101)
  *	  proxy_inspect.c	inspect: TLS terminated (or plain HTTP), per request
+ *	proxy_conn_close.c	below them all: the current policy before each
+ *				decision (proxy_conn_current), the end (close, audit)
  *	proxy_conn_limit.c	per-sandbox limits
- * Nothing here is used outside these files.
+ * Each calls only down this list (a mode's callbacks are reached through struct
+ * proxy_mode).  Nothing here is used outside these files.
  *
  * A connection moves through the states below.  After PC_DECIDED the decision's
  * mode takes over: it dials (PC_RESOLVE, PC_CONNECT; inspect with a TLS bufferevent
@@ -55,7 +59,19 @@ enum proxy_conn_state {
 };
 
 struct proxy_conn;
-struct proxy_dns_ticket;
+struct evdns_getaddrinfo_request;
+
+/*
+ * An outstanding lookup of the dial.  The callback gets the ticket, not the
+ * connection: a connection closed mid-lookup clears pt_conn and cancels
+ * (proxy_conn_dial_cancel, at the close), and the callback (run at once by
+ * evdns_getaddrinfo_cancel() or later) then only frees the ticket.
+ */
+struct proxy_dns_ticket {
+	struct proxy_conn			*pt_conn;
+	struct evdns_getaddrinfo_request	*pt_req;
+	int					 pt_done;
+};
 struct proxy_inspect;
 struct policy_verdict;
 struct ssl_ctx_st;
@@ -66,8 +82,11 @@ struct ssl_ctx_st;
  */
 struct proxy_mode {
 	const char	*pm_name;	/* "splice", "inspect" */
-	/* c was allowed: take over (dial with proxy_conn_dial()); may close c. */
-	void		(*pm_start)(struct proxy_conn *c);
+	/*
+	 * c was allowed: get ready.  0: the core dials (proxy_conn_dial()); -1: c
+	 * was closed.
+	 */
+	int		(*pm_start)(struct proxy_conn *c);
 	/* The unconnected upstream bufferevent the dial connects, or NULL. */
 	struct bufferevent *(*pm_server_bev)(struct proxy_conn *c);
 	/* The dial's event on it: connected (inspect: TLS verified too) or failed. */
@@ -141,7 +160,7 @@ struct proxy_worker {
 	struct ssl_ctx_st	*pw_tls_out;
 };
 
-/* proxy_conn.c */
+/* proxy_conn_close.c */
 /*
  * Ends c: writes its audit record (a "deny" with reason when reason is not NULL,
  * else a "connect"), resets the VM's socket for a denial (rst), frees c.
@@ -156,6 +175,13 @@ void	proxy_conn_close(struct proxy_conn *c, const char *reason, int rst);
  * c->pc_policy current; -1: c was closed (sandbox_removed, policy_reload).
  */
 int	proxy_conn_current(struct proxy_conn *c);
+/*
+ * Would any protocol be allowed to c's destination under p?  NULL, or the reason a
+ * name, port or address that no rule opens is refused at once (before its bytes).
+ */
+const char *proxy_conn_precheck(struct proxy_conn *c, const struct policy *p);
+/* Drops an outstanding lookup of the dial (c is going away). */
+void	proxy_conn_dial_cancel(struct proxy_conn *c);
 /* "ip:port" into buf. */
 const char *proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *buf,
 	    size_t len);
@@ -163,8 +189,6 @@ const char *proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *bu
 /* proxy_conn_dial.c */
 /* Resolves c's name (or takes its address), checks, connects; closes c on failure. */
 void	proxy_conn_dial(struct proxy_conn *c);
-/* Drops an outstanding lookup (c is going away). */
-void	proxy_conn_dial_cancel(struct proxy_conn *c);
 /*
  * Which answer is acceptable: 0 and *why NULL for a usable address, else -1 and *why
  * the reason code ("address_in_floor", "private_address").

@@ -33,16 +33,6 @@
 #include "proxy_conn.h"
 #include "proxy_reason.h"
 
-/*
- * An outstanding lookup.  The callback gets the ticket, not the connection: a
- * connection closed mid-lookup clears pt_conn and cancels, and the callback (run at
- * once by evdns_getaddrinfo_cancel() or later) then only frees the ticket.
- */
-struct proxy_dns_ticket {
-	struct proxy_conn			*pt_conn;
-	struct evdns_getaddrinfo_request	*pt_req;
-	int					 pt_done;
-};
 
 int
 proxy_conn_host_addrs(struct proxy_worker *w)
@@ -259,17 +249,4 @@ proxy_conn_dial(struct proxy_conn *c)
 	    proxy_conn_resolved, t);
 	if (req != NULL)
 		t->pt_req = req;	/* still outstanding: t is alive */
-}
-
-void
-proxy_conn_dial_cancel(struct proxy_conn *c)
-{
-	struct proxy_dns_ticket *t = c->pc_dns;
-
-	if (t == NULL)
-		return;
-	c->pc_dns = NULL;
-	t->pt_conn = NULL;
-	if (t->pt_req != NULL)
-		evdns_getaddrinfo_cancel(t->pt_req);	/* the callback frees t */
 }

@@ -434,16 +434,16 @@ proxy_splice_scan(struct proxy_conn *c)
 	return found ? -1 : 0;
 }
 
-static void
+static int
 proxy_splice_start(struct proxy_conn *c)
 {
 	if (c->pc_proto != POLICY_PROTO_TLS && proxy_splice_scan(c) == -1) {
 		proxy_conn_close(c, PR_STR(PLACEHOLDER_UNPROTECTED), 1);
-		return;
+		return -1;
 	}
 	if (c->pc_by_addr)
 		c->pc_upstream = c->pc_dst;
-	proxy_conn_dial(c);
+	return 0;
 }
 
 static void

@@ -1664,7 +1664,7 @@ proxy_inspect_free(struct proxy_conn *c)
 	c->pc_inspect = NULL;
 }
 
-static void
+static int
 proxy_inspect_start(struct proxy_conn *c)
 {
 	struct proxy_worker *w = c->pc_worker;
@@ -1680,7 +1680,7 @@ proxy_inspect_start(struct proxy_conn *c)
 
 	if ((pi = calloc(1, sizeof(*pi))) == NULL) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
-		return;
+		return -1;
 	}
 	c->pc_inspect = pi;
 	pi->pi_conn = c;
@@ -1706,10 +1706,9 @@ proxy_inspect_start(struct proxy_conn *c)
 		if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
 		    evtimer_add(pi->pi_timer, &tv) == -1) {
 			proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
-			return;
+			return -1;
 		}
-		proxy_conn_dial(c);
-		return;
+		return 0;	/* the core dials */
 	}
 	ck = proxy_policy_keys(c->pc_policy);
 	if (pi->pi_keys == NULL || ck == NULL || w->pw_tls_in == NULL ||
@@ -1726,7 +1725,7 @@ proxy_inspect_start(struct proxy_conn *c)
 			    MSG_DONTWAIT);
 		}
 		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 0);
-		return;
+		return -1;
 	}
 	if (ca_leaf_get(ca->pc_cache, ca->pc_ca, c->pc_name, proxy_keys_leaf_key(),
 	    &leaf, err, sizeof(err)) != CA_OK) {
@@ -1734,7 +1733,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		log_warnx("sandbox %s: no leaf for %s: %s", pi_sandbox(c), c->pc_name,
 		    err);
 		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 1);
-		return;
+		return -1;
 	}
 	proxy_keys_put(ck);	/* the leaf is referenced on its own */
 	if ((ssl = SSL_new(w->pw_tls_in)) == NULL ||
@@ -1742,7 +1741,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		X509_free(leaf);
 		SSL_free(ssl);
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
-		return;
+		return -1;
 	}
 	X509_free(leaf);
 	f = bufferevent_openssl_filter_new(w->pw_base, c->pc_client, ssl,
@@ -1751,7 +1750,7 @@ proxy_inspect_start(struct proxy_conn *c)
 	if (f == NULL) {
 		SSL_free(ssl);
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
-		return;
+		return -1;
 	}
 	/* The filter owns the socket bufferevent (and ssl) from here. */
 	pi->pi_client_eof = c->pc_client_eof;
@@ -1763,13 +1762,13 @@ proxy_inspect_start(struct proxy_conn *c)
 	if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
 	    evtimer_add(pi->pi_timer, &tv) == -1) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
-		return;
+		return -1;
 	}
 	/* The ClientHello is already buffered: start the handshake on it now. */
 	bufferevent_trigger(bufferevent_get_underlying(f), EV_READ,
 	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
-	/* And the upstream in parallel (proxy_inspect_server_bev() makes its TLS). */
-	proxy_conn_dial(c);
+	/* And the upstream in parallel: the core dials (proxy_inspect_server_bev()). */
+	return 0;
 }
 
 static struct bufferevent *

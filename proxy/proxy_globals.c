@@ -1,0 +1,22 @@
+/*
+ * proxy/proxy_globals.c: the daemon's configuration and its audit log, set once at
+ * start-up (proxy.c) and read by every part: at the bottom of proxy/, so nothing
+ * reaches up into start-up for them.
+ */
+#include "proxy.h"
+#include "proxy_core.h"
+
+struct airlock_config proxy_cfg;
+struct audit_log *proxy_log;
+
+const struct airlock_config *
+proxy_config(void)
+{
+	return &proxy_cfg;
+}
+
+struct audit_log *
+proxy_audit(void)
+{
+	return proxy_log;
+}
