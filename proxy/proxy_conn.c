@@ -87,6 +87,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "proxy_conn.h"
+#include "proxy_http.h"
 #include "proxy_peek.h"
 #include "proxy_tls.h"
 #include "proxy_reason.h"
@@ -253,6 +254,30 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 		proxy_conn_dial(c);
 }
 
+/*
+ * Plain HTTP whose head the peek refuses: a visible answer (400, or 505 for a
+ * version airlock does not speak) before the close, never a silent reset or a wait
+ * for the deadline.  The socket is fresh and the answer small: one send.
+ */
+static void
+proxy_conn_http_refuse(struct proxy_conn *c, int version, const char *why)
+{
+	char body[160], resp[400];
+	int fd, n;
+
+	snprintf(body, sizeof(body), "airlock: %s\n", version ?
+	    "HTTP/1.1 (or HTTP/1.0 with Host) only" : why != NULL ? why :
+	    "malformed request head");
+	n = snprintf(resp, sizeof(resp), "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", version ?
+	    "505 HTTP Version Not Supported" : "400 Bad Request", strlen(body), body);
+	if ((fd = bufferevent_getfd(c->pc_client)) != -1 && n > 0 &&
+	    (size_t)n < sizeof(resp))
+		(void)send(fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	proxy_conn_close(c, version ? PR_STR(HTTP_VERSION_NOT_SUPPORTED) :
+	    PR_STR(HTTP_MALFORMED), 0);
+}
+
 /* Looks at what has arrived so far.  May close c. */
 static void
 proxy_conn_peek(struct proxy_conn *c, int eof)
@@ -261,6 +286,7 @@ proxy_conn_peek(struct proxy_conn *c, int eof)
 	struct peek_tls t;
 	struct peek_http h;
 	enum peek_status st = PEEK_NOT_MINE;
+	enum http_res lr = HTTP_OK;
 	enum peek_proto kind;
 	size_t len = evbuffer_get_length(in);
 	const uint8_t *buf;
@@ -297,13 +323,24 @@ proxy_conn_peek(struct proxy_conn *c, int eof)
 			kind = PEEK_PROTO_TCP;
 	} else if (kind == PEEK_PROTO_HTTP) {
 		st = peek_http_request(buf, len, &h);
-		if (st == PEEK_NEED_MORE && !eof)
+		/* A request line we will refuse is refused now, not at the deadline. */
+		if (st == PEEK_NEED_MORE && !eof &&
+		    (lr = http_request_line_check(buf, len, &h.ph_why)) != HTTP_E_BAD &&
+		    lr != HTTP_E_VERSION)
 			return;
 		if (st == PEEK_BAD || st == PEEK_NEED_MORE) {
 			log_debug("connection %llu: request head: %s",
 			    (unsigned long long)c->pc_id,
 			    h.ph_why != NULL ? h.ph_why : "truncated");
-			proxy_conn_deny(c, PR_STR(HTTP_MALFORMED));
+			if (lr == HTTP_OK) {
+				const char *lwhy;
+
+				/* Which refusal: the request line says (505 or 400). */
+				lr = http_request_line_check(buf, len, &lwhy);
+			}
+			proxy_conn_http_refuse(c, lr == HTTP_E_VERSION ||
+			    (h.ph_why != NULL && strcmp(h.ph_why, "bad HTTP version") == 0),
+			    h.ph_why);
 			return;
 		}
 		if (st == PEEK_NOT_MINE)

@@ -129,6 +129,27 @@ ok $? "an unregistered method: 403 method_not_allowed ($code)"
 code=$(vcurl -o /dev/null -w '%{http_code}' -X PROPFIND https://other.test/)
 [ "$code" = 403 ]
 ok $? "PROPFIND on a rule that does not list it: 403 ($code)"
+# Plain HTTP in legacy or other versions: a visible refusal at once from the peek,
+# not a reset or a wait for the 10 s deadline.
+PL=$(inV getent ahostsv4 plain.test | awk 'NR == 1 { print $1 }')
+plainraw() {	# bytes to plain.test:80; prints the first line of the answer
+	inV timeout 5 bash -c "exec 3<>/dev/tcp/$PL/80; printf '$1' >&3; read -r l <&3;
+	    echo \"\$l\"" 2>/dev/null | tr -d '\r'
+}
+: >"$T/rec-plain.test"
+out=$(plainraw 'GET /\r\n')
+[ "$out" = "HTTP/1.1 505 HTTP Version Not Supported" ]
+ok $? "plain HTTP/0.9 request line: 505 at once ($out)"
+out=$(plainraw 'GET / HTTP/2.0\r\nHost: plain.test\r\n\r\n')
+[ "$out" = "HTTP/1.1 505 HTTP Version Not Supported" ] &&
+    audit_has '"dst":"plain.test:80".*"reason":"http_version_not_supported"'
+ok $? "plain HTTP/2.0 request line: 505, audited ($out)"
+out=$(plainraw 'GET / HTTP/1.1\r\nHost: plain.test\r\nHost: plain.test\r\n\r\n')
+[ "$out" = "HTTP/1.1 400 Bad Request" ] && [ ! -s "$T/rec-plain.test" ]
+ok $? "plain HTTP head the peek refuses (duplicate Host): 400, the origin saw nothing ($out)"
+out=$(plainraw 'GET /ka HTTP/1.1\r\nHost: plain.test\r\n\r\n')
+[ "$out" = "HTTP/1.1 200 OK" ]
+ok $? "control: a plain HTTP/1.1 request gets its answer ($out)"
 code=$(vcurl -o /dev/null -w '%{http_code}' -X PROPFIND http://plain.test/)
 [ "$code" = 200 ]
 ok $? "positive control: PROPFIND where the rule lists it ($code)"
