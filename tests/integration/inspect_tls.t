@@ -84,8 +84,8 @@ ok $? "net attach ts"
 vcurl() { inV curl -sS --max-time 8 --cacert "$T/ts-ca.pem" "$@"; }
 audit_count() { grep -c -- "$1" "$T/audit.jsonl"; }
 # Denials are aggregated per second (the rest counted as "suppressed" in a later
-# record, flushed each second): wait for the flush, count records + suppressed.
-denials() { sleep 1.2; pn_denials ts client_tls_failed; }
+# record, flushed each second, so within 2 s): wait for the flush, count records + suppressed.
+denials() { sleep 2.2; pn_denials ts client_tls_failed; }
 # vm_tls OUT ARGS...: an HTTP request to api.test over s_client; stdout+stderr in OUT
 vm_tls() {
 	local out=$1
