@@ -383,7 +383,12 @@ pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reas
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; "
 	    "charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n"
 	    "Cache-Control: no-store\r\n\r\n", status, phrase, n);
-	evbuffer_add(out, body, (size_t)n);
+	/*
+	 * An answer to HEAD has no body (RFC 9110 9.3.2): the client would read it
+	 * as bytes after the response (pi_method is set once a head was parsed).
+	 */
+	if (strcmp(pi->pi_method, "HEAD") != 0)
+		evbuffer_add(out, body, (size_t)n);
 	pi_request_reset(pi);
 	pi_closing(c);
 }
