@@ -513,10 +513,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct evbuffer *v = bufferevent_get_input(vmp[1]);
 		size_t on = evbuffer_get_length(o), vn = evbuffer_get_length(v);
 
-		if (getenv("FUZZ_INSPECT_DUMP") != NULL)	/* triage */
-			fprintf(stderr, "=== origin got:\n%.*s\n=== VM got:\n%.*s\n",
-			    (int)on, on ? (const char *)evbuffer_pullup(o, -1) : "",
-			    (int)vn, vn ? (const char *)evbuffer_pullup(v, -1) : "");
+		if (getenv("FUZZ_INSPECT_DUMP") != NULL) {	/* triage */
+			fputs("=== origin got:\n", stderr);
+			fwrite(evbuffer_pullup(o, -1), 1, on, stderr);
+			fputs("\n=== VM got:\n", stderr);
+			fwrite(evbuffer_pullup(v, -1), 1, vn, stderr);
+			fputs("\n=== end\n", stderr);
+		}
 		nreq = fz_requests(on ? evbuffer_pullup(o, -1) : NULL, on, meth, 1);
 		/* Answers are to the VM's requests, also those never sent on. */
 		nvm = fz_requests(vm.fs_p, vm.fs_len, meth, 0);
