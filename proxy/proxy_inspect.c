@@ -364,7 +364,9 @@ pi_client_flushed(struct proxy_conn *c)
 /*
  * Ends the exchange with a response of our own (status, a short text) and closes
  * once it is flushed.  reason: the audit reason of the request record (NULL: none,
- * e.g. a 502 for an upstream that broke the response).
+ * e.g. a 502 for an upstream that broke the response).  While a response's body is
+ * on its way to the VM (a request body refused mid-way: bad chunk, placeholder),
+ * ours cannot follow it: the connection is cut instead (pc_client freed).
  */
 static void
 pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reason,
@@ -375,6 +377,12 @@ pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reas
 	char body[PI_BODY_TEXT_MAX];
 	int n;
 
+	if (pi->pi_rs == PR_BODY) {
+		/* Part of the response is out: all we can do is cut it. */
+		pi_audit_request(c, reason, pi->pi_status);
+		proxy_conn_close(c, NULL, 1);
+		return;
+	}
 	n = snprintf(body, sizeof(body), "airlock: %s\n", text);
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)strlen(body);
@@ -1155,14 +1163,6 @@ pi_response_done(struct proxy_conn *c)
 static void
 pi_bad_gateway(struct proxy_conn *c, const char *reason, const char *text)
 {
-	struct proxy_inspect *pi = c->pc_inspect;
-
-	if (pi->pi_rs == PR_BODY) {
-		/* Part of the response is out: all we can do is cut it. */
-		pi_audit_request(c, reason, pi->pi_status);
-		proxy_conn_close(c, NULL, 1);
-		return;
-	}
 	if (c->pc_server != NULL)
 		bufferevent_disable(c->pc_server, EV_READ);
 	pi_refuse(c, 502, "Bad Gateway", reason, text);
