@@ -208,6 +208,14 @@ void	proxy_conn_relay_start(struct proxy_conn *c);
 /* Re-evaluates which sides may read (EOF, backpressure, rate pause). */
 void	proxy_conn_relay_update(struct proxy_conn *c);
 
+/* proxy_inspect.c */
+/*
+ * Test seam (tests/fuzz/fuzz_inspect.c; never called by the daemon): c's inspect
+ * engine over in-memory vm and origin bufferevents, as after both handshakes.
+ */
+int	proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
+	    struct bufferevent *origin);
+
 /* proxy_conn_limit.c: each sandbox's own buckets (struct proxy_sandbox) */
 /* Takes one new-connection token of ps under limit l.  0: allowed, -1: over. */
 int	proxy_limit_conn_take(struct proxy_sandbox *ps, const struct policy_limits *l);

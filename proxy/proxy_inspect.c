@@ -82,7 +82,8 @@
  * only through the relay after a 101.
  *
  * This file is the inspect mode (struct proxy_mode, proxy_conn.h): its entry
- * points are proxy_mode_inspect's, at the end.
+ * points are proxy_mode_inspect's, at the end, followed by the fuzzer's test seam
+ * (proxy_inspect_attach_test: the engine over in-memory streams, no TLS).
  */
 #include <sys/time.h>
 
@@ -363,7 +364,9 @@ pi_client_flushed(struct proxy_conn *c)
 /*
  * Ends the exchange with a response of our own (status, a short text) and closes
  * once it is flushed.  reason: the audit reason of the request record (NULL: none,
- * e.g. a 502 for an upstream that broke the response).
+ * e.g. a 502 for an upstream that broke the response).  While a response's body is
+ * on its way to the VM (a request body refused mid-way: bad chunk, placeholder),
+ * ours cannot follow it: the connection is cut instead (pc_client freed).
  */
 static void
 pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reason,
@@ -374,6 +377,12 @@ pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reas
 	char body[PI_BODY_TEXT_MAX];
 	int n;
 
+	if (pi->pi_rs == PR_BODY) {
+		/* Part of the response is out: all we can do is cut it. */
+		pi_audit_request(c, reason, pi->pi_status);
+		proxy_conn_close(c, NULL, 1);
+		return;
+	}
 	n = snprintf(body, sizeof(body), "airlock: %s\n", text);
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)strlen(body);
@@ -382,7 +391,12 @@ pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reas
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; "
 	    "charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n"
 	    "Cache-Control: no-store\r\n\r\n", status, phrase, n);
-	evbuffer_add(out, body, (size_t)n);
+	/*
+	 * An answer to HEAD has no body (RFC 9110 9.3.2): the client would read it
+	 * as bytes after the response (pi_method is set once a head was parsed).
+	 */
+	if (strcmp(pi->pi_method, "HEAD") != 0)
+		evbuffer_add(out, body, (size_t)n);
 	pi_request_reset(pi);
 	pi_closing(c);
 }
@@ -1149,14 +1163,6 @@ pi_response_done(struct proxy_conn *c)
 static void
 pi_bad_gateway(struct proxy_conn *c, const char *reason, const char *text)
 {
-	struct proxy_inspect *pi = c->pc_inspect;
-
-	if (pi->pi_rs == PR_BODY) {
-		/* Part of the response is out: all we can do is cut it. */
-		pi_audit_request(c, reason, pi->pi_status);
-		proxy_conn_close(c, NULL, 1);
-		return;
-	}
 	if (c->pc_server != NULL)
 		bufferevent_disable(c->pc_server, EV_READ);
 	pi_refuse(c, 502, "Bad Gateway", reason, text);
@@ -1643,6 +1649,63 @@ pi_timer_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(pi->pi_timer, &tv);
 }
 
+/* c's inspect state (pc_inspect), with the key material in force.  NULL: no memory. */
+static struct proxy_inspect *
+pi_new(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi;
+
+	if ((pi = calloc(1, sizeof(*pi))) == NULL)
+		return NULL;
+	c->pc_inspect = pi;
+	pi->pi_conn = c;
+	pi->pi_status = -1;
+	pi->pi_redacted_id = -1;
+	/*
+	 * Secrets: the vault as it is now, again at every request (a removal or a
+	 * rotation is never held back).  The CA: the one the sandbox's policy went in
+	 * with (a refused reload keeps both; proxy_policy_keys()).
+	 */
+	pi->pi_keys = proxy_keys_get();
+	pi->pi_tc.tc_keys = pi->pi_keys;
+	return pi;
+}
+
+/*
+ * The engine takes bev as the VM's side (pc_client: the TLS filter, or the socket
+ * for plain HTTP) and enables events on it; the handshake deadline starts (then
+ * the idle timer).  0, or -1 (out of memory).
+ */
+static int
+pi_client_attach(struct proxy_conn *c, struct bufferevent *bev, short events)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	struct timeval tv = { PI_HANDSHAKE_TIMEOUT, 0 };
+
+	pi->pi_client_eof = c->pc_client_eof;
+	c->pc_client = bev;
+	bufferevent_setcb(bev, pi_client_read, pi_client_write, pi_client_event, c);
+	bufferevent_setwatermark(bev, EV_WRITE, PROXY_RELAY_LOW, 0);
+	bufferevent_setwatermark(bev, EV_READ, 0, PI_READ_HIGH);
+	bufferevent_enable(bev, events);
+	if ((pi->pi_timer = evtimer_new(c->pc_worker->pw_base, pi_timer_cb,
+	    c)) == NULL || evtimer_add(pi->pi_timer, &tv) == -1)
+		return -1;
+	return 0;
+}
+
+/* c's verified upstream (pc_server) is up: the engine reads and writes it. */
+static void
+pi_server_attach(struct proxy_conn *c)
+{
+	c->pc_inspect->pi_server_up = 1;
+	bufferevent_setcb(c->pc_server, pi_server_read, pi_server_write,
+	    pi_server_event, c);
+	bufferevent_setwatermark(c->pc_server, EV_WRITE, PROXY_RELAY_LOW, 0);
+	bufferevent_setwatermark(c->pc_server, EV_READ, 0, PI_READ_HIGH);
+	bufferevent_enable(c->pc_server, EV_READ | EV_WRITE);
+}
+
 /*
  * Entry points (proxy_conn.h).
  */
@@ -1671,40 +1734,21 @@ proxy_inspect_start(struct proxy_conn *c)
 	struct proxy_inspect *pi;
 	struct proxy_sbca *ca;
 	struct bufferevent *f;
-	struct timeval tv = { PI_HANDSHAKE_TIMEOUT, 0 };
 	struct proxy_keys *ck;
 	X509 *leaf = NULL;
 	SSL *ssl = NULL;
 	char err[256];
 	int fd;
 
-	if ((pi = calloc(1, sizeof(*pi))) == NULL) {
+	if ((pi = pi_new(c)) == NULL) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
-	c->pc_inspect = pi;
-	pi->pi_conn = c;
-	pi->pi_status = -1;
-	pi->pi_redacted_id = -1;
-	/*
-	 * Secrets: the vault as it is now, again at every request (a removal or a
-	 * rotation is never held back).  The CA: the one the sandbox's policy went in
-	 * with (a refused reload keeps both; proxy_policy_keys()).
-	 */
-	pi->pi_keys = proxy_keys_get();
-	pi->pi_tc.tc_keys = pi->pi_keys;
 	c->pc_state = PC_INSPECT;
 	if (c->pc_proto == POLICY_PROTO_HTTP && pi->pi_keys != NULL) {
 		/* Plain HTTP: the same request checks, no TLS on either side. */
 		pi->pi_client_up = 1;
-		pi->pi_client_eof = c->pc_client_eof;
-		bufferevent_setcb(c->pc_client, pi_client_read, pi_client_write,
-		    pi_client_event, c);
-		bufferevent_setwatermark(c->pc_client, EV_WRITE, PROXY_RELAY_LOW, 0);
-		bufferevent_setwatermark(c->pc_client, EV_READ, 0, PI_READ_HIGH);
-		bufferevent_enable(c->pc_client, EV_WRITE);
-		if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
-		    evtimer_add(pi->pi_timer, &tv) == -1) {
+		if (pi_client_attach(c, c->pc_client, EV_WRITE) == -1) {
 			proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 			return -1;
 		}
@@ -1753,14 +1797,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		return -1;
 	}
 	/* The filter owns the socket bufferevent (and ssl) from here. */
-	pi->pi_client_eof = c->pc_client_eof;
-	c->pc_client = f;
-	bufferevent_setcb(f, pi_client_read, pi_client_write, pi_client_event, c);
-	bufferevent_setwatermark(f, EV_WRITE, PROXY_RELAY_LOW, 0);
-	bufferevent_setwatermark(f, EV_READ, 0, PI_READ_HIGH);
-	bufferevent_enable(f, EV_READ | EV_WRITE);
-	if ((pi->pi_timer = evtimer_new(w->pw_base, pi_timer_cb, c)) == NULL ||
-	    evtimer_add(pi->pi_timer, &tv) == -1) {
+	if (pi_client_attach(c, f, EV_READ | EV_WRITE) == -1) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
@@ -1817,15 +1854,8 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 			bufferevent_free(c->pc_server);
 			c->pc_server = NULL;
 		} else {
-			pi->pi_server_up = 1;
 			c->pc_state = PC_INSPECT;
-			bufferevent_setcb(c->pc_server, pi_server_read,
-			    pi_server_write, pi_server_event, c);
-			bufferevent_setwatermark(c->pc_server, EV_WRITE,
-			    PROXY_RELAY_LOW, 0);
-			bufferevent_setwatermark(c->pc_server, EV_READ, 0,
-			    PI_READ_HIGH);
-			bufferevent_enable(c->pc_server, EV_READ | EV_WRITE);
+			pi_server_attach(c);
 		}
 		pi_run(c);
 		return;
@@ -1879,3 +1909,32 @@ const struct proxy_mode proxy_mode_inspect = {
 	.pm_recheck = proxy_inspect_recheck,
 	.pm_free = proxy_inspect_free,
 };
+
+/*
+ * Test seam, for tests/fuzz/fuzz_inspect.c only (the daemon never calls it): runs
+ * the engine of c over two in-memory bufferevents, vm for the VM's decrypted
+ * stream and origin for the upstream's, as right after both TLS handshakes (the
+ * VM's done, the upstream's verified: proxy_inspect_start() and
+ * proxy_inspect_server_event() without TLS).  c is as proxy_conn_decide() leaves
+ * it (pc_worker, pc_sandbox, pc_policy, pc_name, pc_dport, pc_proto: TLS for the
+ * injecting path, HTTP for plain, pc_timer, on pw_conns); c owns vm and origin from
+ * here.  0, or -1 (c was closed).
+ */
+int
+proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
+    struct bufferevent *origin)
+{
+	c->pc_mode = &proxy_mode_inspect;
+	c->pc_client = vm;
+	c->pc_server = origin;
+	if (pi_new(c) == NULL || c->pc_inspect->pi_keys == NULL ||
+	    pi_client_attach(c, vm, EV_READ | EV_WRITE) == -1) {
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
+		return -1;
+	}
+	c->pc_state = PC_INSPECT;
+	c->pc_inspect->pi_client_up = 1;	/* BEV_EVENT_CONNECTED from the VM */
+	pi_server_attach(c);			/* and from a verified upstream */
+	pi_run(c);
+	return 0;
+}
