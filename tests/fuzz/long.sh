@@ -11,7 +11,7 @@
 # per target CPU-seconds, executions, exec/s of the latest run, coverage, crashes.
 # A crash leaves its input in tests/fuzz/crashes/TARGET/ (not committed until fixed:
 # its fix adds it to the corpus as a regression case) and counts as open while the
-# file is there.
+# file is there.  SECONDS 0 runs nothing and writes RESULTS.md again.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 B=${1:?usage: long.sh BUILD SECONDS [TARGET...]}
@@ -57,6 +57,8 @@ one() {
 	    "$t" "${cpu:-0}" "${execs:-0}" "${eps:-0}" "${cov:-0}" "${ft:-0}" "$crashes"
 }
 
+# SECONDS 0: no run, the table only (from results.tsv as it is).
+[ "$S" = 0 ] && targets=()
 running=0
 for t in "${targets[@]}"; do
 	if [ ! -x "$B/fuzz/$t" ]; then
@@ -74,6 +76,7 @@ wait
 for t in "${targets[@]}"; do
 	cat "$W/$t.line" >>"$TSV"
 done
+[ ${#targets[@]} -eq 0 ] && [ "$S" != 0 ] && { echo "long.sh: no target" >&2; exit 2; }
 
 # RESULTS.md from every line so far.
 {
