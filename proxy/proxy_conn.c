@@ -257,23 +257,26 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 /*
  * Plain HTTP whose head the peek refuses: a visible answer (400, or 505 for a
  * version airlock does not speak) before the close, never a silent reset or a wait
- * for the deadline.  The socket is fresh and the answer small: one send.
+ * for the deadline.  The socket is fresh and the answer small: proxy_conn_close()
+ * sends it in one send, after the denial is written.
  */
 static void
 proxy_conn_http_refuse(struct proxy_conn *c, int version, const char *why)
 {
-	char body[160], resp[400];
-	int fd, n;
+	char body[160];
+	int n;
 
 	snprintf(body, sizeof(body), "airlock: %s\n", version ?
 	    "HTTP/1.1 (or HTTP/1.0 with Host) only" : why != NULL ? why :
 	    "malformed request head");
-	n = snprintf(resp, sizeof(resp), "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+	n = asprintf(&c->pc_farewell, "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", version ?
 	    "505 HTTP Version Not Supported" : "400 Bad Request", strlen(body), body);
-	if ((fd = bufferevent_getfd(c->pc_client)) != -1 && n > 0 &&
-	    (size_t)n < sizeof(resp))
-		(void)send(fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* Sent by proxy_conn_close() once the denial is written: audit first. */
+	if (n > 0)
+		c->pc_farewell_len = (size_t)n;
+	else
+		c->pc_farewell = NULL;	/* not answered: the close alone */
 	proxy_conn_close(c, version ? PR_STR(HTTP_VERSION_NOT_SUPPORTED) :
 	    PR_STR(HTTP_MALFORMED), 0);
 }
@@ -605,6 +608,7 @@ proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdn
 	w->pw_base = base;
 	w->pw_dns = evdns;
 	TAILQ_INIT(&w->pw_conns);
+	TAILQ_INIT(&w->pw_lingers);
 	if (proxy_conn_host_addrs(w) == -1)
 		log_warn("getifaddrs: the host's own addresses are unknown");
 	/* Inspect mode's contexts: a broken trust store stops the start. */
@@ -642,6 +646,7 @@ proxy_worker_free(struct proxy_worker *w)
 	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
 		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : PR_STR(SHUTDOWN), 1);
 	proxy_audit_park_free(w->pw_base);
+	proxy_conn_linger_free(w);
 	SSL_CTX_free(w->pw_tls_in);
 	SSL_CTX_free(w->pw_tls_out);
 	free(w);

@@ -127,6 +127,9 @@ struct proxy_conn {
 	enum policy_proto	 pc_proto;	/* what the first bytes were */
 	int			 pc_quiet;	/* the quiet timer has fired */
 	int			 pc_reloaded;	/* the policy changed since accept */
+	/* sent to the VM by proxy_conn_close() after the audit record, or NULL */
+	char			*pc_farewell;
+	size_t			 pc_farewell_len;
 	char			 pc_rule[64];	/* rule id that allowed it */
 	/* the rule that allowed it, within pc_policy (held): NULL for none */
 	const struct policy_rule *pc_prule;
@@ -147,11 +150,22 @@ struct proxy_conn {
 
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
+/* A closed connection's socket kept a moment to read what the VM still sends. */
+struct proxy_linger {
+	TAILQ_ENTRY(proxy_linger) pl_entry;
+	struct proxy_worker	*pl_worker;
+	struct event		*pl_ev;
+	int			 pl_fd;		/* a dup: the bufferevent's is closed */
+	struct timeval		 pl_until;
+};
+TAILQ_HEAD(proxy_linger_list, proxy_linger);
+
 struct proxy_worker {
 	struct event_base	*pw_base;
 	struct evdns_base	*pw_dns;
 	struct evconnlistener	*pw_listener;
 	struct proxy_conn_list	 pw_conns;
+	struct proxy_linger_list pw_lingers;	/* proxy_conn_close.c */
 	/* the host's own addresses: the floor for upstream dials (refreshed on recheck) */
 	struct netaddr		 pw_host[PROXY_HOST_ADDRS_MAX];
 	size_t			 pw_nhost;
@@ -180,6 +194,8 @@ int	proxy_conn_current(struct proxy_conn *c);
  * name, port or address that no rule opens is refused at once (before its bytes).
  */
 const char *proxy_conn_precheck(struct proxy_conn *c, const struct policy *p);
+/* Closes w's lingering sockets at once (worker shutdown). */
+void	proxy_conn_linger_free(struct proxy_worker *w);
 /* Drops an outstanding lookup of the dial (c is going away). */
 void	proxy_conn_dial_cancel(struct proxy_conn *c);
 /* "ip:port" into buf. */

@@ -12,9 +12,11 @@
 #include <sys/time.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
@@ -112,6 +114,77 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	return seq;
 }
 
+/*
+ * Lingering close (as HTTP servers do after an error answer): closing a socket
+ * with unread bytes sends a reset, and a VM still sending the rest of its request
+ * would then lose the answer unread.  So the write side is shut and what the VM
+ * sends is read away until it closes too, for PROXY_LINGER_MS at most; a dup of
+ * the socket keeps it open meanwhile.
+ */
+#define PROXY_LINGER_MS		1000
+
+static void
+proxy_linger_end(struct proxy_linger *l)
+{
+	TAILQ_REMOVE(&l->pl_worker->pw_lingers, l, pl_entry);
+	event_free(l->pl_ev);
+	close(l->pl_fd);
+	free(l);
+}
+
+static void
+proxy_linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_linger *l = arg;
+	struct timeval now;
+	char sink[4096];
+	ssize_t n;
+
+	if (what & EV_READ) {
+		while ((n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+			;
+		event_base_gettimeofday_cached(l->pl_worker->pw_base, &now);
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+		    errno == EINTR) && evutil_timercmp(&now, &l->pl_until, <))
+			return;		/* more may come: go on reading */
+	}
+	proxy_linger_end(l);		/* EOF, an error, or the time is up */
+}
+
+static void
+proxy_conn_linger(struct proxy_worker *w, int fd)
+{
+	struct timeval tv = { PROXY_LINGER_MS / 1000, (PROXY_LINGER_MS % 1000) * 1000 };
+	struct proxy_linger *l;
+
+	(void)shutdown(fd, SHUT_WR);
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return;
+	l->pl_worker = w;
+	if ((l->pl_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		free(l);
+		return;
+	}
+	event_base_gettimeofday_cached(w->pw_base, &l->pl_until);
+	evutil_timeradd(&l->pl_until, &tv, &l->pl_until);
+	if ((l->pl_ev = event_new(w->pw_base, l->pl_fd, EV_READ | EV_PERSIST,
+	    proxy_linger_cb, l)) == NULL || event_add(l->pl_ev, &tv) == -1) {
+		if (l->pl_ev != NULL)
+			event_free(l->pl_ev);
+		close(l->pl_fd);
+		free(l);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&w->pw_lingers, l, pl_entry);
+}
+
+void
+proxy_conn_linger_free(struct proxy_worker *w)
+{
+	while (!TAILQ_EMPTY(&w->pw_lingers))
+		proxy_linger_end(TAILQ_FIRST(&w->pw_lingers));
+}
+
 void
 proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 {
@@ -140,6 +213,14 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 	}
 	if (seq > 0 && audit_sync_wait(proxy_audit(), seq) == -1)
 		log_warn("audit sync (connection %llu)", (unsigned long long)c->pc_id);
+	/* Last words (a plain-HTTP refusal), once the record is written. */
+	if (c->pc_client != NULL && c->pc_farewell != NULL &&
+	    (fd = bufferevent_getfd(c->pc_client)) != -1) {
+		(void)send(fd, c->pc_farewell, c->pc_farewell_len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		proxy_conn_linger(c->pc_worker, fd);
+	}
+	free(c->pc_farewell);
 	if (c->pc_client != NULL)
 		bufferevent_free(c->pc_client);
 	if (c->pc_server != NULL) {
