@@ -1,6 +1,10 @@
 /*
- * proxy/proxy_conn.c: the connection path of airlockd, per worker thread:
- * accept -> peek -> decide -> dial (proxy_conn_dial.c) -> relay (proxy_conn_relay.c).
+ * proxy/proxy_conn.c: the top of airlockd's connection path, per worker thread:
+ * accept -> sandbox -> peek -> decide (the mode, once) -> dial (proxy_conn_dial.c)
+ * -> the mode (splice: proxy_conn_relay.c; inspect: proxy_inspect.c) -> close and
+ * audit (proxy_conn_close.c).  Also the worker, and its recheck after a reload.
+ *
+ * The reason codes (proxy_reason.h holds the one table; README lists them):
  *
  * Denial reason codes written by this path (the "reason" of a "deny" audit record),
  * besides policy_reason_str()'s (name_not_allowed, port_not_allowed,
