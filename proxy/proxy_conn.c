@@ -4,9 +4,8 @@
  * -> the mode (splice: proxy_conn_relay.c; inspect: proxy_inspect.c) -> close and
  * audit (proxy_conn_close.c).  Also the worker, and its recheck after a reload.
  *
- * The reason codes (proxy_reason.h holds the one table; README lists them):
- *
- * Denial reason codes written by this path (the "reason" of a "deny" audit record),
+ * Denial reason codes written by this path (the "reason" of a "deny" audit record;
+ * proxy_reason.h holds the one table of them all, README lists them),
  * besides policy_reason_str()'s (name_not_allowed, port_not_allowed,
  * protocol_not_allowed, address_not_allowed, ip_literal_name, invalid_name,
  * address_in_floor, private_address):
