@@ -291,15 +291,21 @@ audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key
 		close(log->lg_fd);
 		goto error;
 	}
-	if ((errno = pthread_mutex_init(&log->lg_mtx, NULL)) != 0 ||
-	    (errno = pthread_mutex_init(&log->lg_sync_mtx, NULL)) != 0 ||
-	    (errno = pthread_cond_init(&log->lg_sync_cv, NULL)) != 0) {
-		/* XXX a mutex made before the failure is not destroyed: no leak on Linux. */
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		close(log->lg_fd);
-		goto error;
+	if ((errno = pthread_mutex_init(&log->lg_mtx, NULL)) != 0)
+		goto sync_error;
+	if ((errno = pthread_mutex_init(&log->lg_sync_mtx, NULL)) != 0) {
+		pthread_mutex_destroy(&log->lg_mtx);
+		goto sync_error;
+	}
+	if ((errno = pthread_cond_init(&log->lg_sync_cv, NULL)) != 0) {
+		pthread_mutex_destroy(&log->lg_sync_mtx);
+		pthread_mutex_destroy(&log->lg_mtx);
+		goto sync_error;
 	}
 	return log;
+ sync_error:
+	snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	close(log->lg_fd);
  error:
 	if (log != NULL) {
 		audit_agg_free(log->lg_agg);

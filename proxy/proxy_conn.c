@@ -344,9 +344,7 @@ proxy_conn_peek(struct proxy_conn *c, int eof)
 				/* Which refusal: the request line says (505 or 400). */
 				lr = http_request_line_check(buf, len, &lwhy);
 			}
-			proxy_conn_http_refuse(c, lr == HTTP_E_VERSION ||
-			    (h.ph_why != NULL && strcmp(h.ph_why, "bad HTTP version") == 0),
-			    h.ph_why);
+			proxy_conn_http_refuse(c, lr == HTTP_E_VERSION, h.ph_why);
 			return;
 		}
 		if (st == PEEK_NOT_MINE)

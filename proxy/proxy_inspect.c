@@ -562,6 +562,8 @@ pi_head_placeholders(struct proxy_conn *c, const uint8_t *h,
 	*why = NULL;
 	*id = -1;
 	*supplied = 0;
+	if (pi->pi_keys->pk_nsecrets == 0)
+		return 0;	/* no secret, so no placeholder to look for */
 	for (i = 0; i < rq->hq_nfields && rc == 0; i++) {
 		f = &rq->hq_fields[i];
 		if (scan_find(set, h + f->hf_name.off, f->hf_name.len, &m)) {
