@@ -435,12 +435,6 @@ if [ -n "${AIRLOCK_PERF:-}" ] && command -v wrk >/dev/null; then
 	done
 fi
 
-kill -0 "$DPID" 2>/dev/null
-ok $? "airlockd still running"
-kill "$DPID" 2>/dev/null
-wait "$DPID" 2>/dev/null
-DPID=""
-! grep -q "Sanitizer" "$T/airlockd.log"
-ok $? "no sanitizer report in airlockd's log (SAN builds)"
+pn_stop_checked
 grep -A12 "Sanitizer" "$T/airlockd.log" | head -40 | sed 's/^/# /'
 pn_done

@@ -134,11 +134,5 @@ ok $? "... and injects the rotated value ('$out')"
 cmp -s "$T/rl-ca-before.pem" "$T/state/ca/rl.pem"
 ok $? "... under the same sandbox CA (the inspected names did not change)"
 
-kill -0 "$DPID" 2>/dev/null
-ok $? "airlockd still running"
-kill "$DPID" 2>/dev/null
-wait "$DPID" 2>/dev/null
-DPID=""
-! grep -q "Sanitizer" "$T/airlockd.log"
-ok $? "no sanitizer report in airlockd's log (SAN builds)"
+pn_stop_checked
 pn_done

@@ -183,11 +183,5 @@ done
 [ "$(denials)" -ge $((d0 + 7)) ]
 ok $? "... audited as client_tls_failed"
 
-kill -0 "$DPID" 2>/dev/null
-ok $? "airlockd still running"
-kill "$DPID" 2>/dev/null
-wait "$DPID" 2>/dev/null
-DPID=""
-! grep -q "Sanitizer" "$T/airlockd.log"
-ok $? "no sanitizer report in airlockd's log (SAN builds)"
+pn_stop_checked
 pn_done

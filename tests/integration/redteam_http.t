@@ -211,11 +211,5 @@ code=$(vcurl -o /dev/null -w '%{http_code}' "${many[@]}" https://other.test/)
 [ "$code" = 200 ]
 ok $? "positive control: the same head + Connection only, on another rule ($code)"
 
-kill -0 "$DPID" 2>/dev/null
-ok $? "airlockd still running"
-kill "$DPID" 2>/dev/null
-wait "$DPID" 2>/dev/null
-DPID=""
-! grep -q "Sanitizer" "$T/airlockd.log"
-ok $? "no sanitizer report in airlockd's log (SAN builds)"
+pn_stop_checked
 pn_done

@@ -130,11 +130,5 @@ code=$(vcurl -o /dev/null -w '%{http_code}' -X PATCH https://other.test/)
 [ "$code" = 200 ]
 ok $? "an ordinary method on the same rule still passes ($code)"
 
-kill -0 "$DPID" 2>/dev/null
-ok $? "airlockd still running"
-kill "$DPID" 2>/dev/null
-wait "$DPID" 2>/dev/null
-DPID=""
-! grep -q "Sanitizer" "$T/airlockd.log"
-ok $? "no sanitizer report in airlockd's log (SAN builds)"
+pn_stop_checked
 pn_done

@@ -22,6 +22,7 @@
 #	pn_attach NAME I POLICY		# airlock net attach NAME for VM I
 #	pn_guest I / pn_hostip I	# the addresses of VM I
 #	pn_denials SB REASON [FILE]	# denials in the audit log: records + "suppressed"
+#	pn_stop_checked		# stops airlockd: still running? no sanitizer report?
 #	ok STATUS DESC / pn_done	# TAP (tests/lib/tap.sh; pn_done ends)
 #
 # Cleanup (EXIT trap from netns.sh): the daemon and origins (by PID), the namespaces
@@ -83,6 +84,18 @@ pn_done() {
 		sed 's/^/# /' "$T/audit.jsonl" 2>/dev/null | tail -20 | cut -c1-300
 	fi
 	exit $((failed > 0))
+}
+
+# pn_stop_checked: two checks, airlockd is still running, and after a clean stop its
+# log holds no sanitizer report (SAN builds); DPID is cleared.
+pn_stop_checked() {
+	kill -0 "$DPID" 2>/dev/null
+	ok $? "airlockd still running"
+	kill "$DPID" 2>/dev/null
+	wait "$DPID" 2>/dev/null
+	DPID=""
+	! grep -q "Sanitizer" "$T/airlockd.log"
+	ok $? "no sanitizer report in airlockd's log (SAN builds)"
 }
 
 pn_guest() { echo "10.233.0.$(($1 * 4 + 2))"; }
