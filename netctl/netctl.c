@@ -1,6 +1,6 @@
 /*
  * netctl/netctl.c: installing and removing the base ruleset and one sandbox, each as
- * one atomic batch, and the small helpers shared by netctl/.
+ * one atomic batch.
  */
 #include <sys/types.h>
 
@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,22 +16,6 @@
 #include <libnftnl/set.h>
 
 #include "netctl_int.h"
-
-void
-nc_err_errno(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	if (e == EPERM || e == EACCES)
-		snprintf(err, errlen, "%s: %s (this needs root, or "
-		    "CAP_NET_ADMIN)", what, strerror(e));
-	else
-		snprintf(err, errlen, "%s: %s", what, strerror(e));
-}
 
 int
 netctl_params_from_config(const struct airlock_config *cfg,

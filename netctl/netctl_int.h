@@ -133,7 +133,7 @@ int	nc_lock(const char *state_dir, char *err, size_t errlen);
 int	nc_full_drift(const struct nc_kernel *k, const struct nc_model *models,
 	    size_t nmodels, struct netctl_status *st);
 
-/* netctl.c */
+/* netctl_err.c */
 /* "operation not permitted" etc. with a hint for EPERM. */
 void	nc_err_errno(char *err, size_t errlen, int e, const char *fmt, ...)
 	    __attribute__((format(printf, 4, 5)));

@@ -78,36 +78,6 @@ vault_strerror(int err)
 }
 
 int
-vault_name_is_valid(const char *name)
-{
-	size_t i, n = strlen(name);
-
-	if (n == 0 || n > VAULT_NAME_MAX || !isalnum((unsigned char)name[0]))
-		return 0;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (!(isascii(c) && (isalnum(c) || c == '_' || c == '-' ||
-		    c == '.')))
-			return 0;
-	}
-	return 1;
-}
-
-int
-vault_placeholder_is_valid(const char *ph)
-{
-	size_t i, n = strlen(ph);
-
-	if (n < VAULT_PLACEHOLDER_MIN || n > VAULT_PLACEHOLDER_MAX)
-		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)ph[i] <= 0x20 || (unsigned char)ph[i] >= 0x7f)
-			return 0;
-	return 1;
-}
-
-int
 vault_process_harden(void)
 {
 	struct rlimit rl = { 0, 0 };

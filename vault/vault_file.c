@@ -37,6 +37,7 @@
  * The parser checks the whole structure before any decryption, so truncation and
  * trailing bytes are reported as such, and the fuzzer reaches every length check.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,4 +622,35 @@ vault_file_build(const struct vault *v, uint8_t **out, size_t *outlen, char *err
 	free(b.b_p);
 	snprintf(err, errlen, "vault.db: OpenSSL AES-GCM failure");
 	return VAULT_ERR_CRYPTO;
+}
+
+/* The names and placeholders the format accepts (vault.h). */
+int
+vault_name_is_valid(const char *name)
+{
+	size_t i, n = strlen(name);
+
+	if (n == 0 || n > VAULT_NAME_MAX || !isalnum((unsigned char)name[0]))
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (!(isascii(c) && (isalnum(c) || c == '_' || c == '-' ||
+		    c == '.')))
+			return 0;
+	}
+	return 1;
+}
+
+int
+vault_placeholder_is_valid(const char *ph)
+{
+	size_t i, n = strlen(ph);
+
+	if (n < VAULT_PLACEHOLDER_MIN || n > VAULT_PLACEHOLDER_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)ph[i] <= 0x20 || (unsigned char)ph[i] >= 0x7f)
+			return 0;
+	return 1;
 }
