@@ -1,9 +1,10 @@
 /*
  * proxy/proxy.c: airlockd's start-up and life.  The configuration, the audit log,
- * listeners, the control socket, the privilege drop, the worker threads, signals, and
- * -n (check and exit).  The root state reader is proxy_reader.c, the sandbox registry
- * proxy_registry.c, reload and the control commands proxy_reload.c; what these files
- * share is proxy_core.h.
+ * listeners, the control socket, the privilege drop, signals, and -n (check and
+ * exit).  Below it: reload and the control commands (proxy_reload.c), the worker
+ * threads (proxy_threads.c), the root state reader (proxy_reader.c), the sandbox
+ * registry (proxy_registry.c); what these files share is proxy_core.h.  Each file
+ * calls only into files below it.
  *
  * Workers are threads, not SO_REUSEPORT processes.  The connection path and DNS need
  * the same registry (sandbox -> policy, mapped-address tables) and the one hash-chained
@@ -48,26 +49,14 @@
 #include <openssl/crypto.h>
 
 #include "log.h"
+#include "proxy.h"
+#include "proxy_audit.h"
+#include "proxy_path.h"
 #include "proxy_core.h"
+#include "proxy_dns.h"
+#include "proxy_netwatch.h"
 #include "proxy_keys.h"
 #include "vault.h"
-
-#define PROXY_WORKERS_MAX	64
-
-struct proxy_thread {
-	pthread_t	 pt_thread;
-	int		 pt_started;
-	unsigned int	 pt_id;
-	struct event_base *pt_base;
-	struct evdns_base *pt_evdns;
-	struct proxy_worker *pt_worker;
-	struct proxy_dns *pt_dns;
-	struct event	*pt_recheck;
-};
-
-static struct proxy_thread *proxy_threads;
-static unsigned int proxy_nthreads;
-
 
 /*
  * Sockets and privileges.
@@ -185,143 +174,6 @@ proxy_event_log(int severity, const char *msg)
 		log_warnx("libevent: %s", msg);
 		break;
 	}
-}
-
-static void
-proxy_recheck_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct proxy_thread *pt = arg;
-
-	if (pt->pt_worker != NULL)
-		proxy_worker_recheck(pt->pt_worker);
-}
-
-static void *
-proxy_thread_main(void *arg)
-{
-	struct proxy_thread *pt = arg;
-
-	if (event_base_loop(pt->pt_base, EVLOOP_NO_EXIT_ON_EMPTY) == -1)
-		log_warnx("worker %u: event loop failed", pt->pt_id);
-	return NULL;
-}
-
-static unsigned int
-proxy_nworkers(void)
-{
-	long n;
-
-	if (proxy_cfg.workers > 0)
-		return proxy_cfg.workers > PROXY_WORKERS_MAX ? PROXY_WORKERS_MAX :
-		    proxy_cfg.workers;
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		n = 1;
-	return n > PROXY_WORKERS_MAX ? PROXY_WORKERS_MAX : (unsigned int)n;
-}
-
-/* Builds and starts the worker threads.  0, or -1 with err. */
-static int
-proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
-    size_t errlen)
-{
-	struct proxy_thread *pt;
-	unsigned int i, n;
-	int rc;
-
-	n = proxy_nworkers();
-	if ((proxy_threads = calloc(n, sizeof(*proxy_threads))) == NULL) {
-		proxy_fmt(err, errlen, "out of memory");
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		pt = &proxy_threads[i];
-		pt->pt_id = i;
-		proxy_nthreads = i + 1;
-		if ((pt->pt_base = event_base_new()) == NULL) {
-			proxy_fmt(err, errlen, "worker %u: event_base_new failed", i);
-			return -1;
-		}
-		if ((pt->pt_evdns = evdns_base_new(pt->pt_base, 0)) == NULL) {
-			proxy_fmt(err, errlen, "worker %u: evdns_base_new failed", i);
-			return -1;
-		}
-		/* The host's resolver: /etc/hosts (DNS_OPTION_HOSTSFILE) and resolv.conf. */
-		rc = evdns_base_resolv_conf_parse(pt->pt_evdns, DNS_OPTIONS_ALL,
-		    "/etc/resolv.conf");
-		if (rc != 0 && i == 0)
-			log_warnx("/etc/resolv.conf: not fully usable (libevent "
-			    "error %d); upstream names may not resolve", rc);
-		if ((pt->pt_worker = proxy_worker_new(pt->pt_base, proxy_fd,
-		    pt->pt_evdns)) == NULL) {
-			proxy_fmt(err, errlen, "worker %u: proxy worker failed", i);
-			return -1;
-		}
-		if ((pt->pt_dns = proxy_dns_new(pt->pt_base, udp_fd,
-		    tcp_fd)) == NULL) {
-			proxy_fmt(err, errlen, "worker %u: DNS responder failed", i);
-			return -1;
-		}
-		if ((pt->pt_recheck = event_new(pt->pt_base, -1, 0,
-		    proxy_recheck_cb, pt)) == NULL) {
-			proxy_fmt(err, errlen, "worker %u: event_new failed", i);
-			return -1;
-		}
-		if ((rc = pthread_create(&pt->pt_thread, NULL, proxy_thread_main,
-		    pt)) != 0) {
-			proxy_fmt(err, errlen, "worker %u: %s", i, strerror(rc));
-			return -1;
-		}
-		pt->pt_started = 1;
-	}
-	return 0;
-}
-
-static void
-proxy_threads_stop(void)
-{
-	struct proxy_thread *pt;
-	unsigned int i;
-
-	for (i = 0; i < proxy_nthreads; i++) {
-		pt = &proxy_threads[i];
-		if (pt->pt_started) {
-			event_base_loopexit(pt->pt_base, NULL);
-			pthread_join(pt->pt_thread, NULL);
-		}
-	}
-	for (i = 0; i < proxy_nthreads; i++) {
-		pt = &proxy_threads[i];
-		if (pt->pt_recheck != NULL)
-			event_free(pt->pt_recheck);
-		if (pt->pt_dns != NULL)
-			proxy_dns_free(pt->pt_dns);
-		if (pt->pt_worker != NULL)
-			proxy_worker_free(pt->pt_worker);
-		if (pt->pt_evdns != NULL)
-			evdns_base_free(pt->pt_evdns, 1);
-		if (pt->pt_base != NULL)
-			event_base_free(pt->pt_base);
-	}
-	free(proxy_threads);
-	proxy_threads = NULL;
-	proxy_nthreads = 0;
-}
-
-void
-proxy_threads_recheck(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < proxy_nthreads; i++)
-		if (proxy_threads[i].pt_recheck != NULL)
-			event_active(proxy_threads[i].pt_recheck, EV_TIMEOUT, 0);
-}
-
-unsigned int
-proxy_threads_count(void)
-{
-	return proxy_nthreads;
 }
 
 /*
@@ -572,7 +424,7 @@ proxy_main(const struct proxy_opts *o)
 		goto out;
 	}
 	log_info("ready: proxy port %u, dns port %u, %u worker(s), uid %u",
-	    proxy_cfg.proxy_port, proxy_cfg.dns_port, proxy_nthreads,
+	    proxy_cfg.proxy_port, proxy_cfg.dns_port, proxy_threads_count(),
 	    (unsigned int)geteuid());
 	if (event_base_dispatch(base) == -1) {
 		log_warnx("main event loop failed");

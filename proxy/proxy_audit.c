@@ -20,7 +20,8 @@
 #include "audit.h"
 #include "config.h"
 #include "log.h"
-#include "proxy.h"
+#include "proxy_audit.h"
+#include "proxy_globals.h"
 #include "proxy_reason.h"
 
 static int proxy_audit_down;	/* atomic: the state last reported */

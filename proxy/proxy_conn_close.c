@@ -27,8 +27,10 @@
 #include "log.h"
 #include "netaddr.h"
 #include "policy.h"
-#include "proxy.h"
-#include "proxy_conn.h"
+#include "proxy_audit.h"
+#include "proxy_globals.h"
+#include "proxy_registry.h"
+#include "proxy_path.h"
 #include "proxy_reason.h"
 
 const char *

@@ -29,8 +29,7 @@
 #include "log.h"
 #include "netaddr.h"
 #include "policy.h"
-#include "proxy.h"
-#include "proxy_conn.h"
+#include "proxy_path.h"
 #include "proxy_reason.h"
 
 

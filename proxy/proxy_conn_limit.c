@@ -19,8 +19,8 @@
 #include <time.h>
 
 #include "policy.h"
-#include "proxy.h"
-#include "proxy_conn.h"
+#include "proxy_registry.h"
+#include "proxy_path.h"
 
 /* The longest a single read can make a connection wait (ms). */
 #define PROXY_LIMIT_PAUSE_MAX	2000

@@ -1,5 +1,5 @@
 /*
- * proxy/proxy_conn_relay.c: the splice mode (struct proxy_mode, proxy_conn.h) and
+ * proxy/proxy_conn_relay.c: the splice mode (struct proxy_mode, proxy_path.h) and
  * the relay: bytes both ways, untouched.  The relay also carries an inspected
  * connection after a 101 (WebSocket: the TLS bufferevents of both sides), so its
  * limits apply to every relayed byte.
@@ -52,8 +52,9 @@
 
 #include "audit.h"
 #include "log.h"
-#include "proxy.h"
-#include "proxy_conn.h"
+#include "proxy_globals.h"
+#include "proxy_registry.h"
+#include "proxy_path.h"
 #include "proxy_keys.h"
 #include "proxy_scan.h"
 #include "proxy_reason.h"

@@ -1,9 +1,10 @@
 /*
  * proxy/proxy_core.h: what the daemon's core shares and nobody else needs.  The core
  * is start-up and the daemon's life (proxy.c), the root state reader
- * (proxy_reader.c), the sandbox registry (proxy_registry.c), and reload and the
- * control commands (proxy_reload.c).  The connection path and DNS reach the core
- * through proxy.h only.  Prototypes are grouped by the file that defines them.
+ * (proxy_reader.c), the sandbox registry (proxy_registry.c), the worker threads
+ * (proxy_threads.c), and reload and the control commands (proxy_reload.c).  The
+ * connection path and DNS reach the core through proxy_registry.h only.
+ * Prototypes are grouped by the file that defines them.
  */
 #ifndef AIRLOCK_PROXY_CORE_H
 #define AIRLOCK_PROXY_CORE_H
@@ -12,14 +13,26 @@
 
 #include <stddef.h>
 
-#include "proxy.h"
+#include "proxy_ctl.h"
+#include "proxy_globals.h"
+#include "proxy_registry.h"
 #include "sandbox.h"
 
 struct proxy_keys;
 
-/* proxy.c: start-up and the daemon's life */
+/* proxy_globals.c: written by start-up only */
 extern struct airlock_config proxy_cfg;	/* loaded once, before anything else */
 extern struct audit_log *proxy_log;	/* NULL until opened, and after the end */
+
+/* proxy_threads.c: the worker threads */
+/*
+ * Builds and starts the worker threads on the proxy listener and the two DNS
+ * sockets.  0, or -1 with err (what was started is then stopped by
+ * proxy_threads_stop(), which is also the end at exit).
+ */
+int	proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
+	    size_t errlen);
+void	proxy_threads_stop(void);
 /* Asks every worker, in its own thread, to re-check its live connections. */
 void	proxy_threads_recheck(void);
 /* How many worker threads there are (for stats). */

@@ -27,7 +27,9 @@
 
 #include "control.h"
 #include "log.h"
-#include "proxy.h"
+#include "proxy_ctl.h"
+#include "proxy_globals.h"
+#include "sandbox.h"
 
 #define PROXY_CTL_CLIENTS_MAX	16
 #define PROXY_CTL_TIMEOUT_SEC	10

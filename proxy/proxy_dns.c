@@ -1,6 +1,5 @@
 /*
- * proxy/proxy_dns.c: policy DNS over UDP and TCP (see proxy.h and DESIGN.md "How a
- * VM's traffic flows" 3).  What to answer is decided by proxy_dns_answer(), a pure
+ * proxy/proxy_dns.c: policy DNS over UDP and TCP (see proxy_dns.h).  What to answer is decided by proxy_dns_answer(), a pure
  * function (proxy_dns_answer.c); this file does the sockets, the per-sandbox rate
  * limit and TCP client limit, and the aggregated `dns` audit records.  Nothing is
  * ever forwarded upstream.
@@ -42,7 +41,9 @@
 #include <event2/listener.h>
 
 #include "log.h"
-#include "proxy.h"
+#include "proxy_dns.h"
+#include "proxy_globals.h"
+#include "proxy_registry.h"
 #include "proxy_dns_codec.h"
 #include "siphash.h"
 #include "proxy_reason.h"

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy.h"
+#include "proxy_map.h"
 #include "proxy_dns_codec.h"
 #include "proxy_reason.h"
 

@@ -3,7 +3,7 @@
  * start-up (proxy.c) and read by every part: at the bottom of proxy/, so nothing
  * reaches up into start-up for them.
  */
-#include "proxy.h"
+#include "proxy_globals.h"
 #include "proxy_core.h"
 
 struct airlock_config proxy_cfg;

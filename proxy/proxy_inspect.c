@@ -81,7 +81,7 @@
  * are resumed); limits.bytes_per_second applies to request and response bodies
  * only through the relay after a 101.
  *
- * This file is the inspect mode (struct proxy_mode, proxy_conn.h): its entry
+ * This file is the inspect mode (struct proxy_mode, proxy_path.h): its entry
  * points are proxy_mode_inspect's, at the end, followed by the fuzzer's test seam
  * (proxy_inspect_attach_test: the engine over in-memory streams, no TLS).
  */
@@ -108,8 +108,10 @@
 #include "hostname.h"
 #include "log.h"
 #include "policy.h"
-#include "proxy.h"
-#include "proxy_conn.h"
+#include "proxy_audit.h"
+#include "proxy_globals.h"
+#include "proxy_registry.h"
+#include "proxy_path.h"
 #include "proxy_http.h"
 #include "proxy_keys.h"
 #include "proxy_scan.h"
@@ -1666,7 +1668,7 @@ pi_new(struct proxy_conn *c)
 	/*
 	 * Secrets: the vault as it is now, again at every request (a removal or a
 	 * rotation is never held back).  The CA: the one the sandbox's policy went in
-	 * with (a refused reload keeps both; proxy_policy_keys()).
+	 * with (a refused reload keeps both; pp_keys and pp_ca of struct proxy_policy).
 	 */
 	pi->pi_keys = proxy_keys_get();
 	pi->pi_tc.tc_keys = pi->pi_keys;
@@ -1709,7 +1711,7 @@ pi_server_attach(struct proxy_conn *c)
 }
 
 /*
- * Entry points (proxy_conn.h).
+ * Entry points (proxy_path.h).
  */
 
 static void
@@ -1736,7 +1738,6 @@ proxy_inspect_start(struct proxy_conn *c)
 	struct proxy_inspect *pi;
 	struct proxy_sbca *ca;
 	struct bufferevent *f;
-	struct proxy_keys *ck;
 	X509 *leaf = NULL;
 	SSL *ssl = NULL;
 	char err[256];
@@ -1756,12 +1757,10 @@ proxy_inspect_start(struct proxy_conn *c)
 		}
 		return 0;	/* the core dials */
 	}
-	ck = proxy_policy_keys(c->pc_policy);
-	if (pi->pi_keys == NULL || ck == NULL || w->pw_tls_in == NULL ||
-	    w->pw_tls_out == NULL ||
-	    (ca = proxy_keys_ca(ck, c->pc_sandbox->ps_rec.sb_name)) == NULL ||
-	    ca->pc_ca == NULL) {
-		proxy_keys_put(ck);
+	/* The CA the policy went in with (pp_ca, alive while pc_policy is held). */
+	ca = c->pc_policy->pp_ca;
+	if (pi->pi_keys == NULL || w->pw_tls_in == NULL || w->pw_tls_out == NULL ||
+	    ca == NULL || ca->pc_ca == NULL) {
 		/* No CA for this sandbox: refuse with an alert, never splice. */
 		if ((fd = bufferevent_getfd(c->pc_client)) != -1) {
 			static const unsigned char alert[7] =
@@ -1775,13 +1774,11 @@ proxy_inspect_start(struct proxy_conn *c)
 	}
 	if (ca_leaf_get(ca->pc_cache, ca->pc_ca, c->pc_name, proxy_keys_leaf_key(),
 	    &leaf, err, sizeof(err)) != CA_OK) {
-		proxy_keys_put(ck);
 		log_warnx("sandbox %s: no leaf for %s: %s", pi_sandbox(c), c->pc_name,
 		    err);
 		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 1);
 		return -1;
 	}
-	proxy_keys_put(ck);	/* the leaf is referenced on its own */
 	if ((ssl = SSL_new(w->pw_tls_in)) == NULL ||
 	    proxy_tls_server_set_leaf(ssl, leaf, proxy_keys_leaf_key()) == -1) {
 		X509_free(leaf);

@@ -1,6 +1,6 @@
 /*
  * proxy/proxy_map.c: per-sandbox table of names and the mapped addresses that policy
- * DNS hands out for them (see proxy.h).
+ * DNS hands out for them (see proxy_map.h).
  *
  * Every sandbox has its own table over the same pool (the sandbox is known from the
  * connection's source address, so two sandboxes may hold the same address for
@@ -33,7 +33,7 @@
 #include <netinet/in.h>
 
 #include "hostname.h"
-#include "proxy.h"
+#include "proxy_map.h"
 #include "siphash.h"
 
 #define MAP_NIL		UINT32_MAX

@@ -30,7 +30,8 @@
 
 #include "log.h"
 #include "netctl.h"
-#include "proxy.h"
+#include "proxy_globals.h"
+#include "proxy_netwatch.h"
 
 #define PROXY_NETWATCH_PERIOD_MS	10000
 #define PROXY_NETWATCH_SETTLE_MS	20	/* quiet time after an event burst */

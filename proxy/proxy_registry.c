@@ -1,6 +1,6 @@
 /*
  * proxy/proxy_registry.c: the sandbox registry, policies and sandboxes as the daemon
- * knows them (struct proxy_policy, struct proxy_sandbox in proxy.h).
+ * knows them (struct proxy_policy, struct proxy_sandbox in proxy_registry.h).
  *
  * One array of reference-counted entries under one rwlock.  The connection path and
  * DNS take the short read lock to find a sandbox by its guest address and to take a
@@ -18,6 +18,8 @@
 #include "log.h"
 #include "proxy_core.h"
 #include "proxy_keys.h"
+#include "proxy_map.h"
+#include "proxy_registry.h"
 
 #define PROXY_MAP_MAX		4096	/* mapped names per sandbox (LRU beyond) */
 
@@ -56,15 +58,6 @@ proxy_policy_put(struct proxy_policy *pp)
 		policy_free(pp->pp_policy);
 	proxy_keys_put(pp->pp_keys);
 	free(pp);
-}
-
-struct proxy_keys *
-proxy_policy_keys(const struct proxy_policy *pp)
-{
-	if (pp == NULL || pp->pp_keys == NULL)
-		return proxy_keys_get();
-	__atomic_add_fetch(&pp->pp_keys->pk_refs, 1, __ATOMIC_RELAXED);
-	return pp->pp_keys;
 }
 
 int

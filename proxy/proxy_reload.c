@@ -7,7 +7,7 @@
  * load leaves the previous one in force (a new sandbox gets the empty one), a record
  * whose interface or addresses changed replaces its sandbox, and a record that
  * disappeared takes its sandbox and its connections with it.  Then every worker
- * re-checks its live connections (proxy.c's threads).  Each change is an audit record
+ * re-checks its live connections (proxy_threads.c).  Each change is an audit record
  * of the daemon's own (sandbox attach/detach, config).  The control commands are a
  * table, proxy_ctl_cmds, that proxy.c gives to the control socket (proxy_ctl.c).
  */
@@ -24,6 +24,7 @@
 #include "log.h"
 #include "proxy_core.h"
 #include "proxy_keys.h"
+#include "proxy_netwatch.h"
 
 #define PROXY_ERRORS_SHOWN	10	/* policy errors per sandbox in a reply */
 
@@ -164,6 +165,7 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source,
 	if (pp != NULL && keys != NULL) {
 		__atomic_add_fetch(&keys->pk_refs, 1, __ATOMIC_RELAXED);
 		pp->pp_keys = keys;
+		pp->pp_ca = proxy_keys_ca(keys, sb->sb_name);
 	}
 
 	proxy_reg_wrlock();

@@ -7,11 +7,12 @@
  * the same bytes over TCP give the same outcome.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "../../proxy/proxy.h"
+#include "../../proxy/proxy_map.h"
 #include "../../proxy/proxy_dns_codec.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);

@@ -46,7 +46,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "../../proxy/proxy_conn.h"
+#include "../../proxy/proxy_path.h"
 #include "../../proxy/proxy_core.h"
 #include "../../proxy/proxy_http.h"
 #include "../../proxy/proxy_keys.h"

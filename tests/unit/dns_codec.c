@@ -7,7 +7,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "../../proxy/proxy.h"
+#include "../../proxy/proxy_map.h"
 #include "../../proxy/proxy_dns_codec.h"
 #include "../tap.h"
 

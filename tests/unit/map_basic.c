@@ -10,7 +10,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "../../proxy/proxy.h"
+#include "hostname.h"
+#include "../../proxy/proxy_map.h"
 #include "siphash.h"
 #include "../tap.h"
 

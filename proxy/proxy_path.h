@@ -1,5 +1,5 @@
 /*
- * proxy/proxy_conn.h: the connection path, shared by its files, top-down:
+ * proxy/proxy_path.h: the connection path, shared by its files, top-down:
  *	proxy_conn.c		worker, accept, sandbox, peek, decide; the reload
  *				recheck of the worker's connections
  *	proxy_conn_dial.c	resolve, check, connect (for any mode)
@@ -11,7 +11,8 @@
  *				decision (proxy_conn_current), the end (close, audit)
  *	proxy_conn_limit.c	per-sandbox limits
  * Each calls only down this list (a mode's callbacks are reached through struct
- * proxy_mode).  Nothing here is used outside these files.
+ * proxy_mode).  Nothing here is used outside these files, but for the workers
+ * (proxy.c starts them: the first prototypes below).
  *
  * A connection moves through the states below.  After PC_DECIDED the decision's
  * mode takes over: it dials (PC_RESOLVE, PC_CONNECT; inspect with a TLS bufferevent
@@ -20,8 +21,8 @@
  * until the mode consumes them (the relay replays them, inspection hands them to
  * OpenSSL).
  */
-#ifndef AIRLOCK_PROXY_CONN_H
-#define AIRLOCK_PROXY_CONN_H
+#ifndef AIRLOCK_PROXY_PATH_H
+#define AIRLOCK_PROXY_PATH_H
 
 #include <sys/queue.h>
 #include <sys/time.h>
@@ -31,13 +32,32 @@
 #include "hostname.h"
 #include "netaddr.h"
 #include "policy.h"
-#include "proxy.h"
+#include "proxy_globals.h"
+#include "proxy_registry.h"
 #include "proxy_peek.h"
 
 struct bufferevent;
 struct event;
 struct evconnlistener;
+struct event_base;
+struct evdns_base;
 struct evutil_addrinfo;
+
+/* proxy_conn.c: the workers, the path's one face to the core (proxy.c) */
+struct proxy_worker;
+/*
+ * Starts accepting on the proxy listener fd in this worker's event base.
+ * evdns is the worker's resolver (host's /etc/hosts + resolv.conf).
+ */
+struct proxy_worker *proxy_worker_new(struct event_base *base, int listen_fd,
+	    struct evdns_base *evdns);
+void	proxy_worker_free(struct proxy_worker *w);
+/*
+ * Closes this worker's live connections that the sandbox's current policy no longer
+ * allows (called in each worker's thread after a reload).
+ */
+void	proxy_worker_recheck(struct proxy_worker *w);
+
 
 /* Timeouts (seconds unless said otherwise). */
 #define PROXY_PEEK_QUIET_MS	300	/* nothing sent yet: server speaks first (raw) */

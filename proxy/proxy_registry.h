@@ -1,0 +1,149 @@
+/*
+ * proxy/proxy_registry.h: sandboxes and policies as the daemon knows them, the
+ * registry's face to the connection path and DNS (proxy_registry.c).  What only the
+ * core uses of the registry (add, take out, walk) is in proxy_core.h.
+ */
+#ifndef AIRLOCK_PROXY_REGISTRY_H
+#define AIRLOCK_PROXY_REGISTRY_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "netaddr.h"
+#include "policy.h"
+#include "sandbox.h"
+
+struct proxy_keys;
+struct proxy_sbca;
+struct proxy_map;
+
+/*
+ * One sandbox as the daemon knows it.  Registry entries are reference counted: a
+ * connection or DNS query holds a reference for as long as it uses the entry.  The
+ * policy pointer is swapped on reload under the registry lock; readers take
+ * proxy_sandbox_policy() (a counted reference) rather than reading ps_policy directly.
+ */
+struct proxy_policy {
+	struct policy	*pp_policy;
+	struct proxy_keys *pp_keys;	/* the key material it went in with, or NULL */
+	/*
+	 * Its sandbox's interception CA in pp_keys (NULL if it inspects nothing):
+	 * found once when the policy goes in, so no connection looks it up by name.
+	 */
+	struct proxy_sbca *pp_ca;
+	unsigned int	 pp_refs;	/* atomic */
+};
+
+/* A sandbox's token buckets for its policy's limits (proxy_conn_limit.c). */
+struct proxy_buckets {
+	int		 pb_init;
+	double		 pb_conn;
+	double		 pb_bytes;
+	double		 pb_req;
+	double		 pb_last;	/* seconds, CLOCK_MONOTONIC */
+};
+
+struct proxy_sandbox {
+	struct sandbox	 ps_rec;		/* the state-dir record */
+	struct proxy_policy *ps_policy;		/* guarded by the registry lock */
+	struct proxy_map *ps_map;		/* name <-> mapped address, own lock */
+	unsigned int	 ps_refs;		/* atomic */
+	int		 ps_dead;		/* removed from the registry */
+	/* counters: atomics, counted on the connection path and DNS, read by stats */
+	uint64_t	 ps_conns_live;
+	uint64_t	 ps_allowed;
+	uint64_t	 ps_denied;
+	uint64_t	 ps_bytes_up;
+	uint64_t	 ps_bytes_down;
+	uint64_t	 ps_dns_queries;
+	uint64_t	 ps_dns_denied;
+	/* limits (proxy_conn_limit.c): this sandbox's own buckets and lock */
+	pthread_mutex_t	 ps_limit_mtx;
+	struct proxy_buckets ps_buckets;
+	/* core-private (proxy_reload.c): the policy file in force, under the registry lock */
+	char		 ps_policy_file[PATH_MAX];
+	char		 ps_policy_error[256];	/* last load error, "" if none */
+};
+
+/* The counters of struct proxy_sandbox, for proxy_sandbox_count(). */
+enum proxy_stat {
+	PROXY_STAT_CONNS_LIVE = 0,	/* +1 on accept of a known sandbox, -1 on close */
+	PROXY_STAT_ALLOWED,		/* connections allowed (once per connection) */
+	PROXY_STAT_DENIED,		/* connections denied (once per connection) */
+	PROXY_STAT_BYTES_UP,		/* VM -> origin */
+	PROXY_STAT_BYTES_DOWN,		/* origin -> VM */
+	PROXY_STAT_DNS_QUERIES,		/* every DNS query of the sandbox */
+	PROXY_STAT_DNS_DENIED,		/* NXDOMAIN / refused / rate limited */
+};
+
+/*
+ * Adds n to one of ps's counters (n may be negative only for PROXY_STAT_CONNS_LIVE).
+ * Lock-free and safe from any worker thread.
+ */
+static inline void
+proxy_sandbox_count(struct proxy_sandbox *ps, enum proxy_stat s, int64_t n)
+{
+	uint64_t *c;
+
+	switch (s) {
+	case PROXY_STAT_CONNS_LIVE:
+		c = &ps->ps_conns_live;
+		break;
+	case PROXY_STAT_ALLOWED:
+		c = &ps->ps_allowed;
+		break;
+	case PROXY_STAT_DENIED:
+		c = &ps->ps_denied;
+		break;
+	case PROXY_STAT_BYTES_UP:
+		c = &ps->ps_bytes_up;
+		break;
+	case PROXY_STAT_BYTES_DOWN:
+		c = &ps->ps_bytes_down;
+		break;
+	case PROXY_STAT_DNS_QUERIES:
+		c = &ps->ps_dns_queries;
+		break;
+	case PROXY_STAT_DNS_DENIED:
+		c = &ps->ps_dns_denied;
+		break;
+	default:
+		return;
+	}
+	/* Unsigned wrap-around makes a negative n a subtraction. */
+	__atomic_fetch_add(c, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+/* Reads one counter (for stats). */
+static inline uint64_t
+proxy_sandbox_counter(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/*
+ * 1 once the sandbox was removed (sandbox_remove, or its record disappeared on
+ * reload): proxy_worker_recheck() closes every connection of a dead sandbox, and
+ * proxy_sandbox_find() no longer returns it.
+ */
+static inline int
+proxy_sandbox_is_dead(const struct proxy_sandbox *ps)
+{
+	return __atomic_load_n(&ps->ps_dead, __ATOMIC_ACQUIRE);
+}
+
+/* proxy_registry.c: the sandbox registry */
+/* The sandbox whose guest address is src, referenced; NULL if none. */
+struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
+void	proxy_sandbox_put(struct proxy_sandbox *ps);
+/*
+ * The sandbox's current policy, referenced; release with proxy_policy_put().  A
+ * sandbox whose policy never loaded has an empty policy (no rules, so every
+ * decision is a denial; p_name "none", p_hash "").  NULL only when the registry
+ * lock cannot be taken: the caller refuses what it was deciding.
+ */
+struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
+void	proxy_policy_put(struct proxy_policy *pp);
+
+#endif
