@@ -8,15 +8,21 @@
  * limits.requests_per_second when only that is set, since in splice mode every
  * connection is at least one request), burst of one second's worth.
  * Bytes: limits.bytes_per_second over both directions, burst of one second's
- * worth; a read that overdraws the bucket pauses the connection's reads until the
- * debt is repaid (proxy_conn_relay.c).
+ * worth, charged for every byte a mode moves (spliced, relayed after a 101, and
+ * inspected requests and responses, heads and bodies alike); a read that
+ * overdraws the bucket pauses the connection's reads until the debt is repaid,
+ * then the mode resumes (pm_resume).
  * Requests: limits.requests_per_second, per HTTP request in inspect mode and for
  * plain HTTP (proxy_inspect.c answers 429 when the bucket is empty).
  * A sandbox whose record changes gets a new entry, and so full buckets.
  */
+#include <sys/time.h>
+
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+
+#include <event2/event.h>
 
 #include "policy.h"
 #include "proxy_registry.h"
@@ -106,7 +112,8 @@ proxy_limit_request_take(struct proxy_sandbox *ps, const struct policy_limits *l
 	return proxy_limit_take_one(ps, &proxy_limit_get(ps, l)->pb_req);
 }
 
-long
+/* Charges n bytes to ps; 0, or the milliseconds reads should pause. */
+static long
 proxy_limit_bytes_take(struct proxy_sandbox *ps, const struct policy_limits *l,
     size_t n)
 {
@@ -114,8 +121,6 @@ proxy_limit_bytes_take(struct proxy_sandbox *ps, const struct policy_limits *l,
 	double rate = (double)l->pl_bytes_per_second;
 	long ms = 0;
 
-	if (l->pl_bytes_per_second == 0)
-		return 0;
 	b = proxy_limit_get(ps, l);
 	b->pb_bytes -= (double)n;
 	if (b->pb_bytes < 0) {
@@ -125,4 +130,38 @@ proxy_limit_bytes_take(struct proxy_sandbox *ps, const struct policy_limits *l,
 	}
 	pthread_mutex_unlock(&ps->ps_limit_mtx);
 	return ms;
+}
+
+static void
+proxy_limit_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	c->pc_paused = 0;
+	c->pc_mode->pm_resume(c);
+}
+
+void
+proxy_limit_bytes(struct proxy_conn *c, size_t n)
+{
+	struct timeval tv;
+	long ms;
+
+	/*
+	 * While paused, what a read already took is still charged (the debt grows and
+	 * the next pause is longer); only the timer is not armed twice.
+	 */
+	if (c->pc_limits.pl_bytes_per_second == 0 || n == 0)
+		return;
+	ms = proxy_limit_bytes_take(c->pc_sandbox, &c->pc_limits, n);
+	if (ms == 0 || c->pc_paused)
+		return;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	if (c->pc_pause == NULL &&
+	    (c->pc_pause = evtimer_new(c->pc_worker->pw_base, proxy_limit_resume,
+	    c)) == NULL)
+		return;		/* out of memory: no pause, the bucket stays in debt */
+	if (evtimer_add(c->pc_pause, &tv) == 0)
+		c->pc_paused = 1;
 }

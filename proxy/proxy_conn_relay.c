@@ -124,15 +124,6 @@ proxy_conn_relay_shut(struct proxy_conn *c, struct bufferevent *to)
 		(void)shutdown(fd, SHUT_WR);
 }
 
-static void
-proxy_conn_relay_pause_done(evutil_socket_t fd, short what, void *arg)
-{
-	struct proxy_conn *c = arg;
-
-	c->pc_paused = 0;
-	proxy_conn_relay_update(c);
-}
-
 /*
  * Charges n bytes read from bev's side: the audit totals, the sandbox's counters,
  * the idle clock, and bytes_per_second (which may pause reading).
@@ -140,7 +131,6 @@ proxy_conn_relay_pause_done(evutil_socket_t fd, short what, void *arg)
 static void
 proxy_conn_relay_count(struct proxy_conn *c, struct bufferevent *bev, size_t n)
 {
-	long ms;
 
 	if (bev == c->pc_client) {
 		c->pc_up += n;
@@ -150,17 +140,7 @@ proxy_conn_relay_count(struct proxy_conn *c, struct bufferevent *bev, size_t n)
 		proxy_sandbox_count(c->pc_sandbox, PROXY_STAT_BYTES_DOWN, (int64_t)n);
 	}
 	event_base_gettimeofday_cached(c->pc_worker->pw_base, &c->pc_last);
-	if (c->pc_limits.pl_bytes_per_second != 0 && !c->pc_paused &&
-	    (ms = proxy_limit_bytes_take(c->pc_sandbox, &c->pc_limits, n)) > 0) {
-		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
-		c->pc_paused = 1;
-		if (c->pc_pause == NULL)
-			c->pc_pause = evtimer_new(c->pc_worker->pw_base,
-			    proxy_conn_relay_pause_done, c);
-		if (c->pc_pause == NULL || evtimer_add(c->pc_pause, &tv) == -1)
-			c->pc_paused = 0;
-	}
+	proxy_limit_bytes(c, n);
 }
 
 /*
@@ -483,4 +463,5 @@ const struct proxy_mode proxy_mode_splice = {
 	.pm_server_event = proxy_splice_server_event,
 	.pm_recheck = proxy_splice_recheck,
 	.pm_free = proxy_splice_free,
+	.pm_resume = proxy_conn_relay_update,
 };

@@ -450,6 +450,7 @@ pi_count(struct proxy_conn *c, int up, size_t n)
 		proxy_sandbox_count(c->pc_sandbox, PROXY_STAT_BYTES_DOWN, (int64_t)n);
 	}
 	event_base_gettimeofday_cached(c->pc_worker->pw_base, &c->pc_last);
+	proxy_limit_bytes(c, n);	/* may pause reads: pi_run's backpressure */
 }
 
 /*
@@ -1507,16 +1508,20 @@ pi_run(struct proxy_conn *c)
 			break;
 		}
 	} while (progress);
-	/* Backpressure: read a side only while its peer's output has room. */
+	/*
+	 * Backpressure: read a side only while its peer's output has room, and
+	 * neither while bytes_per_second holds the connection (pc_paused).
+	 */
 	if (c->pc_server != NULL && pi->pi_server_up) {
 		if (evbuffer_get_length(bufferevent_get_output(c->pc_client)) <
-		    PROXY_RELAY_HIGH && !pi->pi_server_eof)
+		    PROXY_RELAY_HIGH && !pi->pi_server_eof && !c->pc_paused)
 			bufferevent_enable(c->pc_server, EV_READ);
 		else
 			bufferevent_disable(c->pc_server, EV_READ);
 	}
 	if (evbuffer_get_length(bufferevent_get_output(c->pc_server != NULL ?
-	    c->pc_server : c->pc_client)) < PROXY_RELAY_HIGH && !pi->pi_client_eof)
+	    c->pc_server : c->pc_client)) < PROXY_RELAY_HIGH && !pi->pi_client_eof &&
+	    !c->pc_paused)
 		bufferevent_enable(c->pc_client, EV_READ);
 	else
 		bufferevent_disable(c->pc_client, EV_READ);
@@ -1900,6 +1905,16 @@ proxy_inspect_recheck(struct proxy_conn *c, const struct policy_verdict *v)
 	return v->pv_rule != NULL && v->pv_tls == POLICY_TLS_INSPECT ? 0 : -1;
 }
 
+/* The bytes_per_second pause ended: the engine, or the relay after a 101, reads on. */
+static void
+proxy_inspect_resume(struct proxy_conn *c)
+{
+	if (c->pc_state == PC_RELAY)
+		proxy_conn_relay_update(c);
+	else
+		pi_run(c);
+}
+
 const struct proxy_mode proxy_mode_inspect = {
 	.pm_name = "inspect",
 	.pm_start = proxy_inspect_start,
@@ -1907,6 +1922,7 @@ const struct proxy_mode proxy_mode_inspect = {
 	.pm_server_event = proxy_inspect_server_event,
 	.pm_recheck = proxy_inspect_recheck,
 	.pm_free = proxy_inspect_free,
+	.pm_resume = proxy_inspect_resume,
 };
 
 /*

@@ -116,6 +116,8 @@ struct proxy_mode {
 			    const struct policy_verdict *v);
 	/* c is being freed: the mode's own state goes (NULL-safe, never started). */
 	void		(*pm_free)(struct proxy_conn *c);
+	/* The bytes_per_second pause ended (proxy_limit_bytes): read again. */
+	void		(*pm_resume)(struct proxy_conn *c);
 };
 extern const struct proxy_mode proxy_mode_splice;	/* proxy_conn_relay.c */
 extern const struct proxy_mode proxy_mode_inspect;	/* proxy_inspect.c */
@@ -259,10 +261,11 @@ int	proxy_limit_conn_take(struct proxy_sandbox *ps, const struct policy_limits *
 int	proxy_limit_request_take(struct proxy_sandbox *ps,
 	    const struct policy_limits *l);
 /*
- * Charges n bytes to ps; returns 0, or the milliseconds reads should pause for the
- * bucket to refill.
+ * Charges n bytes c moved (either way) to its sandbox's bytes_per_second.  When the
+ * bucket is overdrawn c's reads pause (pc_paused, which each mode checks before
+ * enabling a read) until the debt is repaid, then the mode's pm_resume runs.
+ * Every byte a mode moves goes through here, in every mode.
  */
-long	proxy_limit_bytes_take(struct proxy_sandbox *ps, const struct policy_limits *l,
-	    size_t n);
+void	proxy_limit_bytes(struct proxy_conn *c, size_t n);
 
 #endif

@@ -378,6 +378,39 @@ ok $? "WebSocket under bytes_per_second: every byte echoed back ($got)"
 [ -n "$ms" ] && [ "$ms" -ge 1500 ]
 ok $? "... held to the rate by the relay (took ${ms:-?} ms, at least 1500)"
 
+# --- limits.bytes_per_second on inspected requests and responses ------------------
+# The same limit holds for bytes the inspect engine forwards (heads and bodies, both
+# ways), not only for the relay.  900,000 bytes down at 300,000/s after a one-second
+# burst take about 2 s (0.1 s unlimited): assert 1.5 s; 900,000 up through /echo come
+# back too, so 1,800,000 bytes take about 5 s: assert 4 s.  Lower bounds only.
+pn_vm V5 4
+cat >"$T/bytelimited.json" <<'EOF'
+{ "policy": "byte-limited", "rules": [ { "id": "other", "host": "other.test", "tls": "inspect" } ],
+  "limits": { "bytes_per_second": 300000 } }
+EOF
+AL net attach t5 --policy "$T/bytelimited.json" --iface vh4 --guest-ip "$(pn_guest 4)" \
+    >/dev/null 2>&1
+AL ca cert t5 >"$T/t5-ca.pem" 2>/dev/null
+t0=$(date +%s%N)
+got=$(ip netns exec "$V5" curl -sS --max-time 30 --cacert "$T/t5-ca.pem" -o /dev/null \
+    -w '%{size_download}' https://other.test/size/900000 2>&1)
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$got" = 900000 ]
+ok $? "inspected download under bytes_per_second completes ($got bytes)"
+[ "$ms" -ge 1500 ]
+ok $? "... held to the rate in the inspect engine (took $ms ms, at least 1500)"
+head -c 900000 /dev/zero | tr '\0' Z >"$T/up900k"
+sleep 3		# the bucket refills (one second's worth at most)
+t0=$(date +%s%N)
+got=$(ip netns exec "$V5" curl -sS --max-time 40 --cacert "$T/t5-ca.pem" \
+    --data-binary @"$T/up900k" -H 'Content-Type: application/octet-stream' \
+    -o "$T/echo5.out" -w '%{size_upload}' https://other.test/echo 2>&1)
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$got" = 900000 ] && [ "$(tr -cd Z <"$T/echo5.out" | wc -c)" = 900000 ]
+ok $? "inspected upload under bytes_per_second: every byte there and back ($got)"
+[ "$ms" -ge 4000 ]
+ok $? "... held to the rate both ways (took $ms ms, at least 4000)"
+
 # --- the policy/vault binding ------------------------------------------------------
 inV true
 pn_vm V2 1
