@@ -6,10 +6,13 @@
  *
  * Threads.  The core runs one proxy_dns per worker thread, all on the same UDP and TCP
  * sockets (the kernel hands each datagram / connection to one reader).  The state that
- * must be per sandbox and not per thread -- token buckets, TCP client counts, pending
- * audit aggregates -- lives in one process-wide table under dns_lock.  Audit records
+ * must be per sandbox and not per thread -- token bucket, TCP client count, pending
+ * audit aggregates -- is a struct proxy_dns_sb that the sandbox owns (ps_dns, made
+ * and freed with its struct proxy_sandbox), under a lock of its own: a query finds
+ * its sandbox by source address (proxy_sandbox_find()) and takes that sandbox's lock
+ * only.  Sources that are no sandbox share one such state, dns_nosb.  Audit records
  * are copied out under the lock and written after it is released, so an fsync never
- * holds up the other threads' queries.
+ * holds up another query.
  *
  * Audit aggregation.  The first query for a (sandbox, name, type, outcome) in a window
  * is written at once (a denial is fsynced per the audit configuration before the
@@ -19,9 +22,18 @@
  * counted per outcome and written at the window's end as one record per outcome
  * without a name ("aggregate":"sandbox").  Rate-limited queries are dropped (a
  * REFUSED would cost as much as an answer) and counted the same way (reason
- * "rate_limited").  The pending table is bounded (DNS_AGG_MAX); when full it is
- * written out early.  So a flood costs a sandbox at most about
- * DNS_SB_BUDGET + 10 records per window.
+ * "rate_limited").  So a flood costs a sandbox at most about DNS_SB_BUDGET + 10
+ * records per window.  One window runs for all: every instance ticks, the one that
+ * moves dns_window_ms on walks the registry (proxy_sandbox_foreach()) and closes
+ * each sandbox's window under that sandbox's lock.  A sandbox that leaves the
+ * registry writes what it still counts when its last reference goes
+ * (proxy_dns_sb_free()).
+ *
+ * Memory.  A sandbox's pending table holds at most DNS_SB_AGG_MAX names (when full
+ * it is written out early), so one sandbox cannot grow the process: the whole is
+ * bounded by the registry's size (PROXY_RECORDS_MAX sandboxes, plus removed ones
+ * until their last reference goes; no query reaches those) times DNS_SB_AGG_MAX
+ * entries of struct dns_agg, plus dns_nosb's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -53,11 +65,8 @@
 #define DNS_RATE_QPS		100	/* per sandbox */
 #define DNS_RATE_BURST		200
 #define DNS_SB_BUDGET		32	/* immediate records per sandbox per window */
-#define DNS_SB_MAX		8192	/* tracked sandboxes (registry max is 4096) */
-#define DNS_SB_BUCKETS		256
-#define DNS_SB_IDLE_MS		300000	/* forget a sandbox's DNS state after 5 min */
-#define DNS_AGG_MAX		2048	/* pending aggregates, all sandboxes */
-#define DNS_AGG_BUCKETS		4096
+#define DNS_SB_AGG_MAX		128	/* pending aggregates per sandbox */
+#define DNS_SB_AGG_BUCKETS	64
 #define DNS_UDP_BATCH		64	/* datagrams per readable event */
 #define DNS_TCP_PER_SB		8	/* concurrent TCP clients per sandbox */
 #define DNS_TCP_MAX		512	/* concurrent TCP clients in all */
@@ -87,30 +96,43 @@ struct dns_agg {
 	uint64_t	 da_hits;	/* queries this window, the first included */
 };
 
-struct dns_sb {
-	struct dns_sb	*ds_next;
-	char		 ds_name[SANDBOX_NAME_MAX + 1];
+/*
+ * One sandbox's DNS state (ps_dns), or dns_nosb's.  A pointer in struct
+ * proxy_sandbox rather than a member: proxy.h then needs none of the types above,
+ * and no file but this one can touch the state without its lock.  ds_lock guards
+ * every other field; nothing here is shared with another sandbox's state.
+ */
+struct proxy_dns_sb {
+	pthread_mutex_t	 ds_lock;
+	char		 ds_name[SANDBOX_NAME_MAX + 1];	/* "" for dns_nosb */
 	char		 ds_src[NETADDR_STRLEN];	/* last source seen */
 	double		 ds_tokens;
 	uint64_t	 ds_refill_ms;
-	uint64_t	 ds_seen_ms;
 	unsigned int	 ds_tcp;		/* live TCP clients */
 	unsigned int	 ds_budget;		/* immediate records this window */
 	uint64_t	 ds_over[PROXY_DNS_DROP + 1];	/* names omitted, per outcome */
 	uint64_t	 ds_rate_dropped;
+	struct dns_agg	*ds_agg[DNS_SB_AGG_BUCKETS];	/* pending, by name */
+	size_t		 ds_nagg;
 };
 
-static pthread_mutex_t dns_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	unsigned int	 refs;		/* live proxy_dns instances */
-	uint8_t		 key[16];
-	struct dns_sb	*sb[DNS_SB_BUCKETS];
-	size_t		 nsb;
-	struct dns_agg	*agg[DNS_AGG_BUCKETS];
-	size_t		 nagg;
-	uint64_t	 window_ms;	/* when the current window began */
-	unsigned int	 tcp_total;
-} dns_st;
+/* Every source that is no sandbox: one state, one rate limit, as one sandbox. */
+static struct proxy_dns_sb dns_nosb = {
+	.ds_lock = PTHREAD_MUTEX_INITIALIZER,
+	.ds_tokens = DNS_RATE_BURST,
+};
+
+/*
+ * What is process-wide.  dns_inst_lock guards the instance count and the hash key's
+ * making (proxy_dns_new/free, never a query).  The window's start and the TCP
+ * client total are atomics.
+ */
+static pthread_mutex_t dns_inst_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int dns_refs;		/* live proxy_dns instances */
+static int dns_keyed;			/* dns_key made: it never changes after */
+static uint8_t dns_key[16];
+static uint64_t dns_window_ms;		/* atomic: when the current window began */
+static unsigned int dns_tcp_total;	/* atomic: live TCP clients in all */
 
 struct dns_tcp {
 	LIST_ENTRY(dns_tcp) t_entry;
@@ -118,7 +140,7 @@ struct dns_tcp {
 	struct bufferevent *t_bev;
 	struct sockaddr_storage t_ss;
 	socklen_t	 t_sslen;
-	char		 t_sb[SANDBOX_NAME_MAX + 1];	/* whose ds_tcp we hold */
+	struct proxy_sandbox *t_ps;	/* referenced, whose ds_tcp we hold; NULL: nosb */
 	int		 t_paused;	/* reading stopped for the output */
 };
 
@@ -131,7 +153,7 @@ struct proxy_dns {
 	LIST_HEAD(, dns_tcp) d_tcp;
 };
 
-/* A batch of records to write once dns_lock is released. */
+/* A batch of records to write once a lock is released. */
 struct dns_out {
 	struct dns_rec	*v;
 	size_t		 n, cap;
@@ -231,39 +253,33 @@ dns_out_flush(struct dns_out *o)
 	memset(o, 0, sizeof(*o));
 }
 
-static uint32_t
-dns_sb_hash(const char *name)
+/* The DNS state a query of ps (NULL: no sandbox) counts against. */
+static struct proxy_dns_sb *
+dns_sb_of(struct proxy_sandbox *ps)
 {
-	return (uint32_t)siphash24(dns_st.key, name, strlen(name)) %
-	    DNS_SB_BUCKETS;
+	return ps != NULL ? ps->ps_dns : &dns_nosb;
 }
 
-/* The DNS state of sandbox name (created); NULL when the table is full.  Locked. */
-static struct dns_sb *
-dns_sb_get(const char *name, uint64_t now)
+struct proxy_dns_sb *
+proxy_dns_sb_new(const char *name)
 {
-	struct dns_sb *s;
-	uint32_t h = dns_sb_hash(name);
+	struct proxy_dns_sb *s;
 
-	for (s = dns_st.sb[h]; s != NULL; s = s->ds_next)
-		if (strcmp(s->ds_name, name) == 0)
-			goto out;
-	if (dns_st.nsb >= DNS_SB_MAX || (s = calloc(1, sizeof(*s))) == NULL)
+	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
+	if (pthread_mutex_init(&s->ds_lock, NULL) != 0) {
+		free(s);
+		return NULL;
+	}
 	snprintf(s->ds_name, sizeof(s->ds_name), "%s", name);
 	s->ds_tokens = DNS_RATE_BURST;
-	s->ds_refill_ms = now;
-	s->ds_next = dns_st.sb[h];
-	dns_st.sb[h] = s;
-	dns_st.nsb++;
- out:
-	s->ds_seen_ms = now;
+	s->ds_refill_ms = dns_now_ms();
 	return s;
 }
 
 /* Takes one token from s's bucket.  1 if the query may be answered.  Locked. */
 static int
-dns_rate_take(struct dns_sb *s, uint64_t now)
+dns_rate_take(struct proxy_dns_sb *s, uint64_t now)
 {
 	if (now > s->ds_refill_ms) {
 		s->ds_tokens += (double)(now - s->ds_refill_ms) * DNS_RATE_QPS / 1000.0;
@@ -277,20 +293,19 @@ dns_rate_take(struct dns_sb *s, uint64_t now)
 	return 1;
 }
 
+/* The bucket of r in its sandbox's table: the sandbox is the table's, not the key's. */
 static uint32_t
 dns_agg_hash(const struct dns_rec *r)
 {
-	uint8_t buf[SANDBOX_NAME_MAX + 1 + DNS_NAME_WIRE_MAX + 1 + 4];
-	size_t a = strlen(r->dr_sandbox), b = strlen(r->dr_qname);
+	uint8_t buf[DNS_NAME_WIRE_MAX + 1 + 4];
+	size_t b = strlen(r->dr_qname);
 
-	memcpy(buf, r->dr_sandbox, a + 1);
-	memcpy(buf + a + 1, r->dr_qname, b + 1);
-	buf[a + b + 2] = r->dr_qtype >> 8;
-	buf[a + b + 3] = r->dr_qtype & 0xff;
-	buf[a + b + 4] = (uint8_t)r->dr_outcome;
-	buf[a + b + 5] = (uint8_t)r->dr_would_deny;
-	return (uint32_t)siphash24(dns_st.key, buf, a + b + 6) %
-	    DNS_AGG_BUCKETS;
+	memcpy(buf, r->dr_qname, b + 1);
+	buf[b + 1] = r->dr_qtype >> 8;
+	buf[b + 2] = r->dr_qtype & 0xff;
+	buf[b + 3] = (uint8_t)r->dr_outcome;
+	buf[b + 4] = (uint8_t)r->dr_would_deny;
+	return (uint32_t)siphash24(dns_key, buf, b + 5) % DNS_SB_AGG_BUCKETS;
 }
 
 static int
@@ -298,34 +313,39 @@ dns_agg_same(const struct dns_rec *a, const struct dns_rec *b)
 {
 	return a->dr_qtype == b->dr_qtype && a->dr_outcome == b->dr_outcome &&
 	    a->dr_would_deny == b->dr_would_deny &&
-	    strcmp(a->dr_sandbox, b->dr_sandbox) == 0 &&
 	    strcmp(a->dr_qname, b->dr_qname) == 0;
 }
 
+/* Adds r to o; a record that finds no room is said lost. */
+static void
+dns_out_keep(struct dns_out *o, const struct dns_rec *r)
+{
+	if (dns_out_add(o, r) == -1)
+		log_warnx("dns: out of memory, %llu dns records lost",
+		    (unsigned long long)r->dr_count);
+}
+
 /*
- * Moves every pending count to o; with all != 0 empties the table, otherwise drops
- * only the entries that saw no query in the window that ends.  Locked.
+ * Moves every pending count of s to o; with all != 0 empties s's table, otherwise
+ * drops only the entries that saw no query in the window that ends.  Locked.
  */
 static void
-dns_agg_drain(struct dns_out *o, int all)
+dns_agg_drain(struct proxy_dns_sb *s, struct dns_out *o, int all)
 {
 	struct dns_agg **pp, *a;
 	size_t i;
 
-	for (i = 0; i < DNS_AGG_BUCKETS; i++) {
-		pp = &dns_st.agg[i];
+	for (i = 0; i < DNS_SB_AGG_BUCKETS && s->ds_nagg > 0; i++) {
+		pp = &s->ds_agg[i];
 		while ((a = *pp) != NULL) {
 			if (a->da_rec.dr_count > 0) {
-				if (dns_out_add(o, &a->da_rec) == -1)
-					log_warnx("dns: out of memory, %llu dns "
-					    "records lost",
-					    (unsigned long long)a->da_rec.dr_count);
+				dns_out_keep(o, &a->da_rec);
 				a->da_rec.dr_count = 0;
 			}
 			if (all || a->da_hits == 0) {
 				*pp = a->da_next;
 				free(a);
-				dns_st.nagg--;
+				s->ds_nagg--;
 				continue;
 			}
 			a->da_hits = 0;
@@ -334,91 +354,130 @@ dns_agg_drain(struct dns_out *o, int all)
 	}
 }
 
-/* Closes the window: pending counts, per-sandbox aggregates, idle sandboxes.  Locked. */
+/* Adds to o one record without a name: count queries of s with this outcome. */
 static void
-dns_window_close(struct dns_out *o, uint64_t now)
+dns_sb_summary(const struct proxy_dns_sb *s, struct dns_out *o,
+    enum proxy_dns_outcome outcome, const char *reason, uint64_t count)
 {
-	struct dns_sb **pp, *s;
 	struct dns_rec r;
-	size_t i;
-	int k;
 
-	dns_agg_drain(o, 0);
-	for (i = 0; i < DNS_SB_BUCKETS; i++) {
-		pp = &dns_st.sb[i];
-		while ((s = *pp) != NULL) {
-			for (k = 0; k <= PROXY_DNS_DROP; k++) {
-				if (s->ds_over[k] == 0)
-					continue;
-				memset(&r, 0, sizeof(r));
-				snprintf(r.dr_sandbox, sizeof(r.dr_sandbox), "%s",
-				    s->ds_name);
-				snprintf(r.dr_src, sizeof(r.dr_src), "%s", s->ds_src);
-				r.dr_outcome = (enum proxy_dns_outcome)k;
-				r.dr_count = s->ds_over[k];
-				r.dr_by_sandbox = 1;
-				(void)dns_out_add(o, &r);
-				s->ds_over[k] = 0;
-			}
-			if (s->ds_rate_dropped > 0) {
-				memset(&r, 0, sizeof(r));
-				snprintf(r.dr_sandbox, sizeof(r.dr_sandbox), "%s",
-				    s->ds_name);
-				snprintf(r.dr_src, sizeof(r.dr_src), "%s", s->ds_src);
-				r.dr_outcome = PROXY_DNS_DROP;
-				r.dr_reason = PR_STR(RATE_LIMITED);
-				r.dr_count = s->ds_rate_dropped;
-				r.dr_by_sandbox = 1;
-				(void)dns_out_add(o, &r);
-				s->ds_rate_dropped = 0;
-			}
-			s->ds_budget = 0;
-			if (s->ds_tcp == 0 && now - s->ds_seen_ms > DNS_SB_IDLE_MS) {
-				*pp = s->ds_next;
-				free(s);
-				dns_st.nsb--;
-				continue;
-			}
-			pp = &s->ds_next;
-		}
-	}
-	dns_st.window_ms = now;
+	if (count == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.dr_sandbox, sizeof(r.dr_sandbox), "%s", s->ds_name);
+	snprintf(r.dr_src, sizeof(r.dr_src), "%s", s->ds_src);
+	r.dr_outcome = outcome;
+	r.dr_reason = reason;
+	r.dr_count = count;
+	r.dr_by_sandbox = 1;
+	dns_out_keep(o, &r);
 }
 
 /*
- * Accounts one outcome r of sandbox s (NULL: untracked).  Returns 1 when r must be
- * written at once, 0 when it was counted; records drained early go to o.  Locked.
+ * Closes s's window: pending counts and per-sandbox aggregates go to o, the budget
+ * starts again.  all: the table is emptied too (s goes, or DNS does).  Locked, or s
+ * is no one else's.
+ */
+static void
+dns_sb_close(struct proxy_dns_sb *s, struct dns_out *o, int all)
+{
+	int k;
+
+	dns_agg_drain(s, o, all);
+	for (k = 0; k <= PROXY_DNS_DROP; k++) {
+		dns_sb_summary(s, o, (enum proxy_dns_outcome)k, NULL, s->ds_over[k]);
+		s->ds_over[k] = 0;
+	}
+	dns_sb_summary(s, o, PROXY_DNS_DROP, PR_STR(RATE_LIMITED),
+	    s->ds_rate_dropped);
+	s->ds_rate_dropped = 0;
+	s->ds_budget = 0;
+}
+
+void
+proxy_dns_sb_free(struct proxy_dns_sb *s)
+{
+	struct dns_out out = { NULL, 0, 0 };
+
+	if (s == NULL)
+		return;
+	/*
+	 * The sandbox's last reference is gone: it is out of the registry, so no
+	 * window walk holds it (that runs under the registry lock, which taking it out
+	 * needed), and no query or TCP client does.  Its lock is not needed, and what
+	 * it still counts is written here, once.
+	 */
+	dns_sb_close(s, &out, 1);
+	pthread_mutex_destroy(&s->ds_lock);
+	free(s);
+	dns_out_flush(&out);
+}
+
+/* The registry walk of dns_close_all(). */
+struct dns_close {
+	struct dns_out	*c_out;
+	int		 c_all;
+};
+
+static void
+dns_close_one(struct proxy_sandbox *ps, void *arg)
+{
+	struct dns_close *c = arg;
+
+	pthread_mutex_lock(&ps->ps_dns->ds_lock);
+	dns_sb_close(ps->ps_dns, c->c_out, c->c_all);
+	pthread_mutex_unlock(&ps->ps_dns->ds_lock);
+}
+
+/*
+ * Closes the window of every sandbox in the registry and of dns_nosb, records to o
+ * (written by the caller, no lock held).  -1 if the registry could not be walked
+ * (only dns_nosb's closed: the sandboxes' counts wait).
  */
 static int
-dns_agg_note(struct dns_sb *s, const struct dns_rec *r, struct dns_out *o)
+dns_close_all(struct dns_out *o, int all)
+{
+	struct dns_close c = { o, all };
+	int rv;
+
+	rv = proxy_sandbox_foreach(dns_close_one, &c);
+	pthread_mutex_lock(&dns_nosb.ds_lock);
+	dns_sb_close(&dns_nosb, o, all);
+	pthread_mutex_unlock(&dns_nosb.ds_lock);
+	return rv;
+}
+
+/*
+ * Accounts one outcome r of s.  Returns 1 when r must be written at once, 0 when it
+ * was counted; records drained early go to o.  Locked.
+ */
+static int
+dns_agg_note(struct proxy_dns_sb *s, const struct dns_rec *r, struct dns_out *o)
 {
 	struct dns_agg *a;
 	uint32_t h = dns_agg_hash(r);
 
-	for (a = dns_st.agg[h]; a != NULL; a = a->da_next) {
+	for (a = s->ds_agg[h]; a != NULL; a = a->da_next) {
 		if (dns_agg_same(&a->da_rec, r)) {
 			a->da_rec.dr_count++;
 			a->da_hits++;
 			return 0;
 		}
 	}
-	if (s != NULL && s->ds_budget >= DNS_SB_BUDGET) {
+	if (s->ds_budget >= DNS_SB_BUDGET) {
 		s->ds_over[r->dr_outcome]++;
 		return 0;
 	}
-	if (dns_st.nagg >= DNS_AGG_MAX) {
-		dns_agg_drain(o, 1);	/* full: write the counts out early */
-		h = dns_agg_hash(r);
-	}
-	if (s != NULL)
-		s->ds_budget++;
+	if (s->ds_nagg >= DNS_SB_AGG_MAX)
+		dns_agg_drain(s, o, 1);	/* full: write its counts out early */
+	s->ds_budget++;
 	if ((a = calloc(1, sizeof(*a))) != NULL) {
 		a->da_rec = *r;
 		a->da_rec.dr_count = 0;
 		a->da_hits = 1;
-		a->da_next = dns_st.agg[h];
-		dns_st.agg[h] = a;
-		dns_st.nagg++;
+		a->da_next = s->ds_agg[h];
+		s->ds_agg[h] = a;
+		s->ds_nagg++;
 	}
 	return 1;
 }
@@ -436,7 +495,7 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	struct proxy_dns_result res;
 	struct dns_out out = { NULL, 0, 0 };
 	struct dns_rec rec;
-	struct dns_sb *s;
+	struct proxy_dns_sb *s;
 	struct netaddr src;
 	const char *name = "";
 	char srcs[NETADDR_STRLEN];
@@ -451,16 +510,14 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 		name = ps->ps_rec.sb_name;
 		proxy_sandbox_count(ps, PROXY_STAT_DNS_QUERIES, 1);
 	}
+	/* Ours for as long as we hold ps (or for good: dns_nosb). */
+	s = dns_sb_of(ps);
 
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(name, now)) != NULL) {
-		snprintf(s->ds_src, sizeof(s->ds_src), "%s", srcs);
-		allowed = dns_rate_take(s, now);
-		if (!allowed)
-			s->ds_rate_dropped++;
-	} else
-		allowed = 0;	/* table full: shed load */
-	pthread_mutex_unlock(&dns_lock);
+	pthread_mutex_lock(&s->ds_lock);
+	snprintf(s->ds_src, sizeof(s->ds_src), "%s", srcs);
+	if (!(allowed = dns_rate_take(s, now)))
+		s->ds_rate_dropped++;
+	pthread_mutex_unlock(&s->ds_lock);
 	if (!allowed) {
 		if (ps != NULL)
 			proxy_sandbox_count(ps, PROXY_STAT_DNS_DENIED, 1);
@@ -489,11 +546,9 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	if (ps != NULL && dns_outcome_is_deny(res.dr_outcome))
 		proxy_sandbox_count(ps, PROXY_STAT_DNS_DENIED, 1);
 
-	pthread_mutex_lock(&dns_lock);
-	/* s may have been forgotten meanwhile (idle sweep): look it up again. */
-	s = dns_sb_get(name, now);
+	pthread_mutex_lock(&s->ds_lock);
 	now_write = dns_agg_note(s, &rec, &out);
-	pthread_mutex_unlock(&dns_lock);
+	pthread_mutex_unlock(&s->ds_lock);
 	/* Written before the answer is sent: a denial is on disk first. */
 	dns_out_flush(&out);
 	if (now_write)
@@ -536,19 +591,49 @@ dns_udp_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * Takes a TCP client slot of s and one of all.  1 if admitted.  The total is counted
+ * first and given back on refusal: at the limit, a refused client may for a moment
+ * turn away another one too, never let one more in.
+ */
+static int
+dns_tcp_take(struct proxy_dns_sb *s)
+{
+	int admit = 0;
+
+	if (__atomic_add_fetch(&dns_tcp_total, 1, __ATOMIC_RELAXED) <=
+	    DNS_TCP_MAX) {
+		pthread_mutex_lock(&s->ds_lock);
+		if (s->ds_tcp < DNS_TCP_PER_SB) {
+			s->ds_tcp++;
+			admit = 1;
+		}
+		pthread_mutex_unlock(&s->ds_lock);
+	}
+	if (!admit)
+		__atomic_sub_fetch(&dns_tcp_total, 1, __ATOMIC_RELAXED);
+	return admit;
+}
+
+/* Gives back what dns_tcp_take() took. */
+static void
+dns_tcp_give(struct proxy_dns_sb *s)
+{
+	pthread_mutex_lock(&s->ds_lock);
+	if (s->ds_tcp > 0)
+		s->ds_tcp--;
+	pthread_mutex_unlock(&s->ds_lock);
+	__atomic_sub_fetch(&dns_tcp_total, 1, __ATOMIC_RELAXED);
+}
+
 static void
 dns_tcp_free(struct dns_tcp *t)
 {
-	struct dns_sb *s;
-
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(t->t_sb, dns_now_ms())) != NULL && s->ds_tcp > 0)
-		s->ds_tcp--;
-	if (dns_st.tcp_total > 0)
-		dns_st.tcp_total--;
-	pthread_mutex_unlock(&dns_lock);
+	dns_tcp_give(dns_sb_of(t->t_ps));
 	LIST_REMOVE(t, t_entry);
 	bufferevent_free(t->t_bev);	/* closes the fd */
+	/* Maybe the last reference: its pending counts are written then. */
+	proxy_sandbox_put(t->t_ps);
 	free(t);
 }
 
@@ -628,11 +713,9 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	struct proxy_dns *d = arg;
 	struct proxy_sandbox *ps = NULL;
 	struct dns_tcp *t = NULL;
-	struct dns_sb *s;
+	struct proxy_dns_sb *s;
 	struct netaddr src;
 	struct timeval tv = { DNS_TCP_IDLE_S, 0 };
-	const char *name = "";
-	int admit = 0;
 
 	(void)lev;
 	if (salen <= 0 || (size_t)salen > sizeof(t->t_ss) ||
@@ -640,17 +723,9 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		close(fd);
 		return;
 	}
-	if ((ps = proxy_sandbox_find(&src)) != NULL)
-		name = ps->ps_rec.sb_name;
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(name, dns_now_ms())) != NULL &&
-	    s->ds_tcp < DNS_TCP_PER_SB && dns_st.tcp_total < DNS_TCP_MAX) {
-		s->ds_tcp++;
-		dns_st.tcp_total++;
-		admit = 1;
-	}
-	pthread_mutex_unlock(&dns_lock);
-	if (!admit) {
+	ps = proxy_sandbox_find(&src);
+	s = dns_sb_of(ps);
+	if (!dns_tcp_take(s)) {
 		/* Over the limit: a visible close, not a hang. */
 		close(fd);
 		goto out;
@@ -660,13 +735,15 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	t->t_d = d;
 	memcpy(&t->t_ss, sa, (size_t)salen);
 	t->t_sslen = (socklen_t)salen;
-	snprintf(t->t_sb, sizeof(t->t_sb), "%s", name);
 	if ((t->t_bev = bufferevent_socket_new(d->d_base, fd,
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		/* XXX libevent leaves the fd ours when the constructor fails. */
 		close(fd);
 		goto fail;
 	}
+	/* The client keeps our reference: its slot goes back with no lookup. */
+	t->t_ps = ps;
+	ps = NULL;
 	LIST_INSERT_HEAD(&d->d_tcp, t, t_entry);
 	bufferevent_setcb(t->t_bev, dns_tcp_read_cb, dns_tcp_write_cb,
 	    dns_tcp_event_cb, t);
@@ -677,14 +754,9 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	goto out;
  fail:
 	free(t);
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(name, dns_now_ms())) != NULL && s->ds_tcp > 0)
-		s->ds_tcp--;
-	dns_st.tcp_total--;
-	pthread_mutex_unlock(&dns_lock);
+	dns_tcp_give(s);
  out:
-	if (ps != NULL)
-		proxy_sandbox_put(ps);
+	proxy_sandbox_put(ps);
 }
 
 static void
@@ -706,16 +778,25 @@ static void
 dns_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dns_out out = { NULL, 0, 0 };
-	uint64_t now = dns_now_ms();
+	uint64_t start, now;
 
 	(void)fd;
 	(void)what;
 	(void)arg;
-	/* Every instance ticks; whichever comes first closes the window. */
-	pthread_mutex_lock(&dns_lock);
-	if (now - dns_st.window_ms >= DNS_WINDOW_MS)
-		dns_window_close(&out, now);
-	pthread_mutex_unlock(&dns_lock);
+	start = __atomic_load_n(&dns_window_ms, __ATOMIC_RELAXED);
+	now = dns_now_ms();
+	if (now < start || now - start < DNS_WINDOW_MS)
+		return;
+	/*
+	 * Every instance ticks; the one that moves the window's start on closes the
+	 * window, once, and the others find it moved.
+	 */
+	if (!__atomic_compare_exchange_n(&dns_window_ms, &start, now, 0,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	if (dns_close_all(&out, 0) == -1)
+		/* The registry could not be walked: the next tick tries again. */
+		__atomic_store_n(&dns_window_ms, start, __ATOMIC_RELAXED);
 	dns_out_flush(&out);
 }
 
@@ -730,18 +811,23 @@ proxy_dns_new(struct event_base *base, int udp_fd, int tcp_fd)
 	d->d_base = base;
 	d->d_udp_fd = udp_fd;
 	LIST_INIT(&d->d_tcp);
-	pthread_mutex_lock(&dns_lock);
-	if (dns_st.refs == 0) {
-		if (getrandom(dns_st.key, sizeof(dns_st.key), 0) !=
-		    sizeof(dns_st.key)) {
-			pthread_mutex_unlock(&dns_lock);
+	pthread_mutex_lock(&dns_inst_lock);
+	/*
+	 * Made once, before the first instance and so before any query: the
+	 * sandboxes' tables, which outlive instances, keep their buckets, and the
+	 * workers read it unlocked (their threads start after this).
+	 */
+	if (!dns_keyed) {
+		if (getrandom(dns_key, sizeof(dns_key), 0) != sizeof(dns_key)) {
+			pthread_mutex_unlock(&dns_inst_lock);
 			free(d);
 			return NULL;
 		}
-		dns_st.window_ms = dns_now_ms();
+		dns_keyed = 1;
 	}
-	dns_st.refs++;
-	pthread_mutex_unlock(&dns_lock);
+	if (dns_refs++ == 0)
+		__atomic_store_n(&dns_window_ms, dns_now_ms(), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&dns_inst_lock);
 
 	if (udp_fd != -1) {
 		if (evutil_make_socket_nonblocking(udp_fd) == -1 ||
@@ -769,8 +855,7 @@ void
 proxy_dns_free(struct proxy_dns *d)
 {
 	struct dns_out out = { NULL, 0, 0 };
-	struct dns_sb *s, *sn;
-	size_t i;
+	int last;
 
 	if (d == NULL)
 		return;
@@ -782,22 +867,16 @@ proxy_dns_free(struct proxy_dns *d)
 		event_free(d->d_udp_ev);
 	if (d->d_tick != NULL)
 		event_free(d->d_tick);
-	pthread_mutex_lock(&dns_lock);
-	if (--dns_st.refs == 0) {
-		/* The last one out writes what is pending and forgets the rest. */
-		dns_window_close(&out, dns_now_ms());
-		dns_agg_drain(&out, 1);
-		for (i = 0; i < DNS_SB_BUCKETS; i++) {
-			for (s = dns_st.sb[i]; s != NULL; s = sn) {
-				sn = s->ds_next;
-				free(s);
-			}
-			dns_st.sb[i] = NULL;
-		}
-		dns_st.nsb = 0;
-		dns_st.tcp_total = 0;
-	}
-	pthread_mutex_unlock(&dns_lock);
+	pthread_mutex_lock(&dns_inst_lock);
+	last = --dns_refs == 0;
+	pthread_mutex_unlock(&dns_inst_lock);
+	/*
+	 * The last one out writes what is pending.  The sandboxes keep their state
+	 * until the registry lets them go; should the walk fail, each writes its own
+	 * then (proxy_dns_sb_free()).
+	 */
+	if (last)
+		(void)dns_close_all(&out, 1);
 	dns_out_flush(&out);
 	free(d);
 }
