@@ -26,7 +26,8 @@
  * records per window.  One window runs for all: every instance ticks, the one that
  * moves dns_window_ms on walks the registry (proxy_sandbox_foreach()) and closes
  * each sandbox's window under that sandbox's lock.  A sandbox that leaves the
- * registry writes what it still counts when its last reference goes
+ * registry has what it counts written by the remover (proxy_dns_sb_flush()), and
+ * what a query in flight added then when its last reference goes
  * (proxy_dns_sb_free()).
  *
  * Memory.  A sandbox's pending table holds at most DNS_SB_AGG_MAX names (when full
@@ -395,22 +396,32 @@ dns_sb_close(struct proxy_dns_sb *s, struct dns_out *o, int all)
 }
 
 void
-proxy_dns_sb_free(struct proxy_dns_sb *s)
+proxy_dns_sb_flush(struct proxy_dns_sb *s)
 {
 	struct dns_out out = { NULL, 0, 0 };
 
 	if (s == NULL)
 		return;
 	/*
-	 * The sandbox's last reference is gone: it is out of the registry, so no
-	 * window walk holds it (that runs under the registry lock, which taking it out
-	 * needed), and no query or TCP client does.  Its lock is not needed, and what
-	 * it still counts is written here, once.
+	 * Out of the registry, no window walk sees s again: what it counts is written
+	 * now, and what a query still in flight adds, when it is freed.  Each count
+	 * is taken under the lock and zeroed, so nothing is written twice.
 	 */
+	pthread_mutex_lock(&s->ds_lock);
 	dns_sb_close(s, &out, 1);
+	pthread_mutex_unlock(&s->ds_lock);
+	dns_out_flush(&out);
+}
+
+void
+proxy_dns_sb_free(struct proxy_dns_sb *s)
+{
+	if (s == NULL)
+		return;
+	/* The last reference: no query, TCP client or window walk holds s. */
+	proxy_dns_sb_flush(s);
 	pthread_mutex_destroy(&s->ds_lock);
 	free(s);
-	dns_out_flush(&out);
 }
 
 /* The registry walk of dns_close_all(). */

@@ -6,13 +6,16 @@
  * DNS take the short read lock to find a sandbox by its guest address and to take a
  * counted reference to its policy; reload (proxy_reload.c) takes the write lock to
  * add, replace or take out entries and to swap a policy pointer, and puts what it
- * replaced after unlocking.  An entry taken out is marked dead (its connections close
- * on the next recheck) and freed when its last reference goes.
+ * replaced after unlocking.  DNS also walks the entries under the read lock once
+ * per audit window (proxy_sandbox_foreach()).  An entry taken out is marked dead
+ * (its connections close on the next recheck) and freed when its last reference
+ * goes.
  *
  * Each entry owns its per-sandbox state, each part under a lock of its own: token
  * buckets (ps_limit_mtx, proxy_conn_limit.c), mapped names (ps_map, proxy_map.c),
  * DNS rate limit and pending audit aggregates (ps_dns, proxy_dns.c; written out
- * when the entry is freed).  None of it is looked up by name.
+ * when reload takes the entry out, and what is left when it is freed).  None of it
+ * is looked up by name.
  */
 #include <sys/types.h>
 

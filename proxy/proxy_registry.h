@@ -21,7 +21,8 @@ struct proxy_map;
 
 /*
  * One sandbox as the daemon knows it.  Registry entries are reference counted: a
- * connection or DNS query holds a reference for as long as it uses the entry.  The
+ * connection, DNS query or DNS TCP client holds a reference for as long as it uses
+ * the entry.  The
  * policy pointer is swapped on reload under the registry lock; readers take
  * proxy_sandbox_policy() (a counted reference) rather than reading ps_policy directly.
  */
