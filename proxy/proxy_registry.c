@@ -13,7 +13,7 @@
  *
  * Each entry owns its per-sandbox state, each part under a lock of its own: token
  * buckets (ps_limit_mtx, proxy_conn_limit.c), mapped names (ps_map, proxy_map.c),
- * DNS rate limit and pending audit aggregates (ps_dns, proxy_dns.c; written out
+ * DNS rate limit and pending audit aggregates (ps_dns, proxy_dns_sb.c; written out
  * when reload takes the entry out, and what is left when it is freed).  None of it
  * is looked up by name.
  */
@@ -25,7 +25,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
-#include "proxy_dns.h"
+#include "proxy_dns_sb.h"
 #include "proxy_keys.h"
 #include "proxy_map.h"
 #include "proxy_registry.h"

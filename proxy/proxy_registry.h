@@ -63,7 +63,7 @@ struct proxy_sandbox {
 	/* limits (proxy_conn_limit.c): this sandbox's own buckets and lock */
 	pthread_mutex_t	 ps_limit_mtx;
 	struct proxy_buckets ps_buckets;
-	/* DNS (proxy_dns.c): rate limit, TCP clients, pending audit; own lock, opaque */
+	/* DNS (proxy_dns_sb.c): rate limit, TCP clients, pending audit; own lock */
 	struct proxy_dns_sb *ps_dns;
 	/* core-private (proxy_reload.c): the policy file in force, under the registry lock */
 	char		 ps_policy_file[PATH_MAX];

@@ -25,7 +25,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
-#include "proxy_dns.h"
+#include "proxy_dns_sb.h"
 #include "proxy_keys.h"
 #include "proxy_netwatch.h"
 
