@@ -237,8 +237,8 @@ proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
 }
 
 /*
- * The same walk for the rest of the daemon (proxy.h): DNS closes each sandbox's
- * audit window with it.  What fn may read is the caller's contract, not the walk's.
+ * The same walk for the rest of the daemon (proxy_registry.h): DNS closes each
+ * sandbox's audit window with it.  What fn may read is the caller's contract, not the walk's.
  */
 int
 proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)

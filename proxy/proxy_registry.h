@@ -1,7 +1,8 @@
 /*
  * proxy/proxy_registry.h: sandboxes and policies as the daemon knows them, the
  * registry's face to the connection path and DNS (proxy_registry.c).  What only the
- * core uses of the registry (add, take out, walk) is in proxy_core.h.
+ * core uses of the registry (add, take out, a walk that reads the core-private
+ * fields) is in proxy_core.h.
  */
 #ifndef AIRLOCK_PROXY_REGISTRY_H
 #define AIRLOCK_PROXY_REGISTRY_H
