@@ -1,38 +1,32 @@
 /*
- * proxy/proxy_dns.c: policy DNS over UDP and TCP (see proxy_dns.h).  What to answer is decided by proxy_dns_answer(), a pure
- * function (proxy_dns_answer.c); this file does the sockets, the per-sandbox rate
- * limit and TCP client limit, and the aggregated `dns` audit records.  Nothing is
- * ever forwarded upstream.
+ * proxy/proxy_dns.c: policy DNS over UDP and TCP (see proxy_dns.h).  What to answer
+ * is decided by proxy_dns_answer(), a pure function (proxy_dns_answer.c); what a
+ * query costs its sandbox -- rate limit, TCP client limit, aggregated `dns` audit
+ * records -- is counted by proxy_dns_sb.c; this file does the sockets and closes
+ * the audit windows.  Nothing is ever forwarded upstream.
  *
  * Threads.  The core runs one proxy_dns per worker thread, all on the same UDP and TCP
  * sockets (the kernel hands each datagram / connection to one reader).  The state that
- * must be per sandbox and not per thread -- token buckets, TCP client counts, pending
- * audit aggregates -- lives in one process-wide table under dns_lock.  Audit records
- * are copied out under the lock and written after it is released, so an fsync never
- * holds up the other threads' queries.
+ * must be per sandbox and not per thread is the sandbox's own (ps_dns, a struct
+ * proxy_dns_sb under a lock of its own): a query finds its sandbox by source
+ * address (proxy_sandbox_find()) and takes that sandbox's lock only, never a
+ * process-wide one.  Sources that are no sandbox share one state
+ * (proxy_dns_sb_nosb()).  A DNS TCP client holds a reference to its sandbox, so
+ * its slot goes back to the same state.
  *
- * Audit aggregation.  The first query for a (sandbox, name, type, outcome) in a window
- * is written at once (a denial is fsynced per the audit configuration before the
- * answer goes out); repeats within the window are counted and written as one record
- * with "count":N when the window closes.  A sandbox may open at most DNS_SB_BUDGET new
- * keys per window: past that (a VM asking for endless random names), queries are
- * counted per outcome and written at the window's end as one record per outcome
- * without a name ("aggregate":"sandbox").  Rate-limited queries are dropped (a
- * REFUSED would cost as much as an answer) and counted the same way (reason
- * "rate_limited").  The pending table is bounded (DNS_AGG_MAX); when full it is
- * written out early.  So a flood costs a sandbox at most about
- * DNS_SB_BUDGET + 10 records per window.
+ * Windows.  One window of DNS_WINDOW_MS runs for all.  Every instance ticks; the
+ * one whose compare-exchange moves dns_window_ms on walks the registry
+ * (proxy_sandbox_foreach()) and closes each sandbox's window under that sandbox's
+ * lock, then the no-sandbox one's; the records are written once the walk is over.  The
+ * last instance to go writes everything pending.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -42,75 +36,24 @@
 
 #include "log.h"
 #include "proxy_dns.h"
-#include "proxy_globals.h"
-#include "proxy_registry.h"
 #include "proxy_dns_codec.h"
-#include "siphash.h"
-#include "proxy_reason.h"
+#include "proxy_dns_sb.h"
+#include "proxy_registry.h"
 
 #define DNS_WINDOW_MS		10000	/* audit aggregation window */
 #define DNS_TICK_MS		1000	/* each instance's timer; the window decides */
-#define DNS_RATE_QPS		100	/* per sandbox */
-#define DNS_RATE_BURST		200
-#define DNS_SB_BUDGET		32	/* immediate records per sandbox per window */
-#define DNS_SB_MAX		8192	/* tracked sandboxes (registry max is 4096) */
-#define DNS_SB_BUCKETS		256
-#define DNS_SB_IDLE_MS		300000	/* forget a sandbox's DNS state after 5 min */
-#define DNS_AGG_MAX		2048	/* pending aggregates, all sandboxes */
-#define DNS_AGG_BUCKETS		4096
 #define DNS_UDP_BATCH		64	/* datagrams per readable event */
-#define DNS_TCP_PER_SB		8	/* concurrent TCP clients per sandbox */
-#define DNS_TCP_MAX		512	/* concurrent TCP clients in all */
 #define DNS_TCP_IDLE_S		10
 #define DNS_TCP_IN_MAX		8192	/* read high watermark */
 #define DNS_TCP_OUT_MAX		8192	/* stop reading while more is unsent */
-#define DNS_RULE_MAX		128	/* rule ids longer are cut in dns records */
 
-/* One audit-worthy outcome, as written (or pending). */
-struct dns_rec {
-	char		 dr_sandbox[SANDBOX_NAME_MAX + 1];	/* "" for no sandbox */
-	char		 dr_src[NETADDR_STRLEN];
-	char		 dr_qname[DNS_NAME_WIRE_MAX + 1];	/* "" when aggregated */
-	uint16_t	 dr_qtype;
-	enum proxy_dns_outcome dr_outcome;
-	const char	*dr_reason;	/* static string or NULL */
-	char		 dr_rule[DNS_RULE_MAX];
-	int		 dr_would_deny;
-	char		 dr_answer[NETADDR_STRLEN];
-	uint64_t	 dr_count;	/* 0: the first, written at once */
-	int		 dr_by_sandbox;	/* names omitted: per-sandbox aggregate */
-};
-
-struct dns_agg {
-	struct dns_agg	*da_next;	/* hash chain */
-	struct dns_rec	 da_rec;	/* da_rec.dr_count: repeats pending */
-	uint64_t	 da_hits;	/* queries this window, the first included */
-};
-
-struct dns_sb {
-	struct dns_sb	*ds_next;
-	char		 ds_name[SANDBOX_NAME_MAX + 1];
-	char		 ds_src[NETADDR_STRLEN];	/* last source seen */
-	double		 ds_tokens;
-	uint64_t	 ds_refill_ms;
-	uint64_t	 ds_seen_ms;
-	unsigned int	 ds_tcp;		/* live TCP clients */
-	unsigned int	 ds_budget;		/* immediate records this window */
-	uint64_t	 ds_over[PROXY_DNS_DROP + 1];	/* names omitted, per outcome */
-	uint64_t	 ds_rate_dropped;
-};
-
-static pthread_mutex_t dns_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	unsigned int	 refs;		/* live proxy_dns instances */
-	uint8_t		 key[16];
-	struct dns_sb	*sb[DNS_SB_BUCKETS];
-	size_t		 nsb;
-	struct dns_agg	*agg[DNS_AGG_BUCKETS];
-	size_t		 nagg;
-	uint64_t	 window_ms;	/* when the current window began */
-	unsigned int	 tcp_total;
-} dns_st;
+/*
+ * What is process-wide: dns_inst_lock guards the instance count (proxy_dns_new
+ * and _free, never a query); the window's start is an atomic.
+ */
+static pthread_mutex_t dns_inst_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int dns_refs;		/* live proxy_dns instances */
+static uint64_t dns_window_ms;		/* atomic: when the current window began */
 
 struct dns_tcp {
 	LIST_ENTRY(dns_tcp) t_entry;
@@ -118,7 +61,7 @@ struct dns_tcp {
 	struct bufferevent *t_bev;
 	struct sockaddr_storage t_ss;
 	socklen_t	 t_sslen;
-	char		 t_sb[SANDBOX_NAME_MAX + 1];	/* whose ds_tcp we hold */
+	struct proxy_sandbox *t_ps;	/* referenced: whose slot we hold; NULL: nosb */
 	int		 t_paused;	/* reading stopped for the output */
 };
 
@@ -131,296 +74,42 @@ struct proxy_dns {
 	LIST_HEAD(, dns_tcp) d_tcp;
 };
 
-/* A batch of records to write once dns_lock is released. */
-struct dns_out {
-	struct dns_rec	*v;
-	size_t		 n, cap;
+/* The DNS state a query of ps (NULL: no sandbox) counts against. */
+static struct proxy_dns_sb *
+dns_sb_of(struct proxy_sandbox *ps)
+{
+	return ps != NULL ? ps->ps_dns : proxy_dns_sb_nosb();
+}
+
+/* The registry walk of dns_close_all(). */
+struct dns_close {
+	struct proxy_dns_out *c_out;
+	int		 c_all;
 };
 
-static uint64_t
-dns_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int
-dns_outcome_is_deny(enum proxy_dns_outcome o)
-{
-	return o != PROXY_DNS_ANSWER && o != PROXY_DNS_NODATA;
-}
-
-/* Writes one record to the audit log (no lock held). */
 static void
-dns_audit_write(const struct dns_rec *d)
+dns_close_one(struct proxy_sandbox *ps, void *arg)
 {
-	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[6];
-	struct audit_log *log;
-	char type[16];
-	size_t n = 0;
-	static uint64_t warned_ms;
+	struct dns_close *c = arg;
 
-	if ((log = proxy_audit()) == NULL)
-		return;
-	r.ar_event = AUDIT_EV_DNS;
-	r.ar_sandbox = d->dr_sandbox[0] != '\0' ? d->dr_sandbox : NULL;
-	r.ar_src = d->dr_src[0] != '\0' ? d->dr_src : NULL;
-	r.ar_decision = dns_outcome_is_deny(d->dr_outcome) ? "deny" : "allow";
-	r.ar_rule = d->dr_rule[0] != '\0' ? d->dr_rule : NULL;
-	r.ar_reason = d->dr_reason;
-	r.ar_would_deny = d->dr_would_deny;
-	if (d->dr_qname[0] != '\0')
-		kv[n++] = (struct audit_kv){ .ak_key = "qname",
-		    .ak_str = d->dr_qname };
-	if (d->dr_qtype != 0)
-		kv[n++] = (struct audit_kv){ .ak_key = "qtype",
-		    .ak_str = dns_type_str(d->dr_qtype, type, sizeof(type)) };
-	kv[n++] = (struct audit_kv){ .ak_key = "outcome",
-	    .ak_str = proxy_dns_outcome_str(d->dr_outcome) };
-	if (d->dr_answer[0] != '\0')
-		kv[n++] = (struct audit_kv){ .ak_key = "answer",
-		    .ak_str = d->dr_answer };
-	if (d->dr_count > 0)
-		kv[n++] = (struct audit_kv){ .ak_key = "count",
-		    .ak_num = (long long)d->dr_count };
-	if (d->dr_by_sandbox)
-		kv[n++] = (struct audit_kv){ .ak_key = "aggregate",
-		    .ak_str = "sandbox" };
-	r.ar_extra = kv;
-	r.ar_nextra = n;
-	if (audit_write(log, &r) == -1) {
-		uint64_t now = dns_now_ms();
-
-		/* Rate-limited: a full disk must not turn into a log flood too. */
-		if (now - __atomic_load_n(&warned_ms, __ATOMIC_RELAXED) > 10000) {
-			__atomic_store_n(&warned_ms, now, __ATOMIC_RELAXED);
-			log_warn("dns: audit write");
-		}
-	}
-}
-
-static int
-dns_out_add(struct dns_out *o, const struct dns_rec *r)
-{
-	struct dns_rec *n;
-	size_t cap;
-
-	if (o->n == o->cap) {
-		cap = o->cap ? o->cap * 2 : 16;
-		if ((n = reallocarray(o->v, cap, sizeof(*n))) == NULL)
-			return -1;
-		o->v = n;
-		o->cap = cap;
-	}
-	o->v[o->n++] = *r;
-	return 0;
-}
-
-/* Writes and releases a batch (no lock held). */
-static void
-dns_out_flush(struct dns_out *o)
-{
-	size_t i;
-
-	for (i = 0; i < o->n; i++)
-		dns_audit_write(&o->v[i]);
-	free(o->v);
-	memset(o, 0, sizeof(*o));
-}
-
-static uint32_t
-dns_sb_hash(const char *name)
-{
-	return (uint32_t)siphash24(dns_st.key, name, strlen(name)) %
-	    DNS_SB_BUCKETS;
-}
-
-/* The DNS state of sandbox name (created); NULL when the table is full.  Locked. */
-static struct dns_sb *
-dns_sb_get(const char *name, uint64_t now)
-{
-	struct dns_sb *s;
-	uint32_t h = dns_sb_hash(name);
-
-	for (s = dns_st.sb[h]; s != NULL; s = s->ds_next)
-		if (strcmp(s->ds_name, name) == 0)
-			goto out;
-	if (dns_st.nsb >= DNS_SB_MAX || (s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
-	snprintf(s->ds_name, sizeof(s->ds_name), "%s", name);
-	s->ds_tokens = DNS_RATE_BURST;
-	s->ds_refill_ms = now;
-	s->ds_next = dns_st.sb[h];
-	dns_st.sb[h] = s;
-	dns_st.nsb++;
- out:
-	s->ds_seen_ms = now;
-	return s;
-}
-
-/* Takes one token from s's bucket.  1 if the query may be answered.  Locked. */
-static int
-dns_rate_take(struct dns_sb *s, uint64_t now)
-{
-	if (now > s->ds_refill_ms) {
-		s->ds_tokens += (double)(now - s->ds_refill_ms) * DNS_RATE_QPS / 1000.0;
-		if (s->ds_tokens > DNS_RATE_BURST)
-			s->ds_tokens = DNS_RATE_BURST;
-		s->ds_refill_ms = now;
-	}
-	if (s->ds_tokens < 1.0)
-		return 0;
-	s->ds_tokens -= 1.0;
-	return 1;
-}
-
-static uint32_t
-dns_agg_hash(const struct dns_rec *r)
-{
-	uint8_t buf[SANDBOX_NAME_MAX + 1 + DNS_NAME_WIRE_MAX + 1 + 4];
-	size_t a = strlen(r->dr_sandbox), b = strlen(r->dr_qname);
-
-	memcpy(buf, r->dr_sandbox, a + 1);
-	memcpy(buf + a + 1, r->dr_qname, b + 1);
-	buf[a + b + 2] = r->dr_qtype >> 8;
-	buf[a + b + 3] = r->dr_qtype & 0xff;
-	buf[a + b + 4] = (uint8_t)r->dr_outcome;
-	buf[a + b + 5] = (uint8_t)r->dr_would_deny;
-	return (uint32_t)siphash24(dns_st.key, buf, a + b + 6) %
-	    DNS_AGG_BUCKETS;
-}
-
-static int
-dns_agg_same(const struct dns_rec *a, const struct dns_rec *b)
-{
-	return a->dr_qtype == b->dr_qtype && a->dr_outcome == b->dr_outcome &&
-	    a->dr_would_deny == b->dr_would_deny &&
-	    strcmp(a->dr_sandbox, b->dr_sandbox) == 0 &&
-	    strcmp(a->dr_qname, b->dr_qname) == 0;
+	proxy_dns_sb_close(ps->ps_dns, c->c_out, c->c_all);
 }
 
 /*
- * Moves every pending count to o; with all != 0 empties the table, otherwise drops
- * only the entries that saw no query in the window that ends.  Locked.
- */
-static void
-dns_agg_drain(struct dns_out *o, int all)
-{
-	struct dns_agg **pp, *a;
-	size_t i;
-
-	for (i = 0; i < DNS_AGG_BUCKETS; i++) {
-		pp = &dns_st.agg[i];
-		while ((a = *pp) != NULL) {
-			if (a->da_rec.dr_count > 0) {
-				if (dns_out_add(o, &a->da_rec) == -1)
-					log_warnx("dns: out of memory, %llu dns "
-					    "records lost",
-					    (unsigned long long)a->da_rec.dr_count);
-				a->da_rec.dr_count = 0;
-			}
-			if (all || a->da_hits == 0) {
-				*pp = a->da_next;
-				free(a);
-				dns_st.nagg--;
-				continue;
-			}
-			a->da_hits = 0;
-			pp = &a->da_next;
-		}
-	}
-}
-
-/* Closes the window: pending counts, per-sandbox aggregates, idle sandboxes.  Locked. */
-static void
-dns_window_close(struct dns_out *o, uint64_t now)
-{
-	struct dns_sb **pp, *s;
-	struct dns_rec r;
-	size_t i;
-	int k;
-
-	dns_agg_drain(o, 0);
-	for (i = 0; i < DNS_SB_BUCKETS; i++) {
-		pp = &dns_st.sb[i];
-		while ((s = *pp) != NULL) {
-			for (k = 0; k <= PROXY_DNS_DROP; k++) {
-				if (s->ds_over[k] == 0)
-					continue;
-				memset(&r, 0, sizeof(r));
-				snprintf(r.dr_sandbox, sizeof(r.dr_sandbox), "%s",
-				    s->ds_name);
-				snprintf(r.dr_src, sizeof(r.dr_src), "%s", s->ds_src);
-				r.dr_outcome = (enum proxy_dns_outcome)k;
-				r.dr_count = s->ds_over[k];
-				r.dr_by_sandbox = 1;
-				(void)dns_out_add(o, &r);
-				s->ds_over[k] = 0;
-			}
-			if (s->ds_rate_dropped > 0) {
-				memset(&r, 0, sizeof(r));
-				snprintf(r.dr_sandbox, sizeof(r.dr_sandbox), "%s",
-				    s->ds_name);
-				snprintf(r.dr_src, sizeof(r.dr_src), "%s", s->ds_src);
-				r.dr_outcome = PROXY_DNS_DROP;
-				r.dr_reason = PR_STR(RATE_LIMITED);
-				r.dr_count = s->ds_rate_dropped;
-				r.dr_by_sandbox = 1;
-				(void)dns_out_add(o, &r);
-				s->ds_rate_dropped = 0;
-			}
-			s->ds_budget = 0;
-			if (s->ds_tcp == 0 && now - s->ds_seen_ms > DNS_SB_IDLE_MS) {
-				*pp = s->ds_next;
-				free(s);
-				dns_st.nsb--;
-				continue;
-			}
-			pp = &s->ds_next;
-		}
-	}
-	dns_st.window_ms = now;
-}
-
-/*
- * Accounts one outcome r of sandbox s (NULL: untracked).  Returns 1 when r must be
- * written at once, 0 when it was counted; records drained early go to o.  Locked.
+ * Closes the window of every sandbox in the registry and of the no-sandbox state;
+ * the records go to o (written by the caller, no lock held).  -1 if the registry
+ * could not be walked (only the no-sandbox state's closed: the sandboxes' counts
+ * wait).
  */
 static int
-dns_agg_note(struct dns_sb *s, const struct dns_rec *r, struct dns_out *o)
+dns_close_all(struct proxy_dns_out *o, int all)
 {
-	struct dns_agg *a;
-	uint32_t h = dns_agg_hash(r);
+	struct dns_close c = { o, all };
+	int rv;
 
-	for (a = dns_st.agg[h]; a != NULL; a = a->da_next) {
-		if (dns_agg_same(&a->da_rec, r)) {
-			a->da_rec.dr_count++;
-			a->da_hits++;
-			return 0;
-		}
-	}
-	if (s != NULL && s->ds_budget >= DNS_SB_BUDGET) {
-		s->ds_over[r->dr_outcome]++;
-		return 0;
-	}
-	if (dns_st.nagg >= DNS_AGG_MAX) {
-		dns_agg_drain(o, 1);	/* full: write the counts out early */
-		h = dns_agg_hash(r);
-	}
-	if (s != NULL)
-		s->ds_budget++;
-	if ((a = calloc(1, sizeof(*a))) != NULL) {
-		a->da_rec = *r;
-		a->da_rec.dr_count = 0;
-		a->da_hits = 1;
-		a->da_next = dns_st.agg[h];
-		dns_st.agg[h] = a;
-		dns_st.nagg++;
-	}
-	return 1;
+	rv = proxy_sandbox_foreach(dns_close_one, &c);
+	proxy_dns_sb_close(proxy_dns_sb_nosb(), o, all);
+	return rv;
 }
 
 /*
@@ -434,14 +123,11 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	struct proxy_sandbox *ps = NULL;
 	struct proxy_policy *pp = NULL;
 	struct proxy_dns_result res;
-	struct dns_out out = { NULL, 0, 0 };
-	struct dns_rec rec;
-	struct dns_sb *s;
+	struct proxy_dns_rec rec;
+	struct proxy_dns_sb *s;
 	struct netaddr src;
 	const char *name = "";
 	char srcs[NETADDR_STRLEN];
-	uint64_t now = dns_now_ms();
-	int allowed, now_write = 0;
 
 	*rlen = 0;
 	if (netaddr_from_sockaddr(sa, &src, NULL) == -1)
@@ -451,17 +137,10 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 		name = ps->ps_rec.sb_name;
 		proxy_sandbox_count(ps, PROXY_STAT_DNS_QUERIES, 1);
 	}
+	/* Ours for as long as we hold ps (or for good: no sandbox). */
+	s = dns_sb_of(ps);
 
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(name, now)) != NULL) {
-		snprintf(s->ds_src, sizeof(s->ds_src), "%s", srcs);
-		allowed = dns_rate_take(s, now);
-		if (!allowed)
-			s->ds_rate_dropped++;
-	} else
-		allowed = 0;	/* table full: shed load */
-	pthread_mutex_unlock(&dns_lock);
-	if (!allowed) {
+	if (!proxy_dns_sb_admit(s, srcs)) {
 		if (ps != NULL)
 			proxy_sandbox_count(ps, PROXY_STAT_DNS_DENIED, 1);
 		goto out;
@@ -486,18 +165,11 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	rec.dr_would_deny = res.dr_would_deny;
 	if (res.dr_outcome == PROXY_DNS_ANSWER)
 		netaddr_fmt(&res.dr_addr, rec.dr_answer, sizeof(rec.dr_answer));
-	if (ps != NULL && dns_outcome_is_deny(res.dr_outcome))
+	if (ps != NULL && proxy_dns_outcome_is_deny(res.dr_outcome))
 		proxy_sandbox_count(ps, PROXY_STAT_DNS_DENIED, 1);
 
-	pthread_mutex_lock(&dns_lock);
-	/* s may have been forgotten meanwhile (idle sweep): look it up again. */
-	s = dns_sb_get(name, now);
-	now_write = dns_agg_note(s, &rec, &out);
-	pthread_mutex_unlock(&dns_lock);
-	/* Written before the answer is sent: a denial is on disk first. */
-	dns_out_flush(&out);
-	if (now_write)
-		dns_audit_write(&rec);
+	/* Returns once what must be on disk before the answer is. */
+	proxy_dns_sb_note(s, &rec);
  out:
 	if (pp != NULL)
 		proxy_policy_put(pp);
@@ -539,16 +211,11 @@ dns_udp_cb(evutil_socket_t fd, short what, void *arg)
 static void
 dns_tcp_free(struct dns_tcp *t)
 {
-	struct dns_sb *s;
-
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(t->t_sb, dns_now_ms())) != NULL && s->ds_tcp > 0)
-		s->ds_tcp--;
-	if (dns_st.tcp_total > 0)
-		dns_st.tcp_total--;
-	pthread_mutex_unlock(&dns_lock);
+	proxy_dns_sb_tcp_give(dns_sb_of(t->t_ps));
 	LIST_REMOVE(t, t_entry);
 	bufferevent_free(t->t_bev);	/* closes the fd */
+	/* Maybe the last reference: its pending counts are written then. */
+	proxy_sandbox_put(t->t_ps);
 	free(t);
 }
 
@@ -628,11 +295,9 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	struct proxy_dns *d = arg;
 	struct proxy_sandbox *ps = NULL;
 	struct dns_tcp *t = NULL;
-	struct dns_sb *s;
+	struct proxy_dns_sb *s;
 	struct netaddr src;
 	struct timeval tv = { DNS_TCP_IDLE_S, 0 };
-	const char *name = "";
-	int admit = 0;
 
 	(void)lev;
 	if (salen <= 0 || (size_t)salen > sizeof(t->t_ss) ||
@@ -640,17 +305,9 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		close(fd);
 		return;
 	}
-	if ((ps = proxy_sandbox_find(&src)) != NULL)
-		name = ps->ps_rec.sb_name;
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(name, dns_now_ms())) != NULL &&
-	    s->ds_tcp < DNS_TCP_PER_SB && dns_st.tcp_total < DNS_TCP_MAX) {
-		s->ds_tcp++;
-		dns_st.tcp_total++;
-		admit = 1;
-	}
-	pthread_mutex_unlock(&dns_lock);
-	if (!admit) {
+	ps = proxy_sandbox_find(&src);
+	s = dns_sb_of(ps);
+	if (!proxy_dns_sb_tcp_take(s)) {
 		/* Over the limit: a visible close, not a hang. */
 		close(fd);
 		goto out;
@@ -660,13 +317,15 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	t->t_d = d;
 	memcpy(&t->t_ss, sa, (size_t)salen);
 	t->t_sslen = (socklen_t)salen;
-	snprintf(t->t_sb, sizeof(t->t_sb), "%s", name);
 	if ((t->t_bev = bufferevent_socket_new(d->d_base, fd,
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		/* XXX libevent leaves the fd ours when the constructor fails. */
 		close(fd);
 		goto fail;
 	}
+	/* The client keeps our reference: its slot goes back with no lookup. */
+	t->t_ps = ps;
+	ps = NULL;
 	LIST_INSERT_HEAD(&d->d_tcp, t, t_entry);
 	bufferevent_setcb(t->t_bev, dns_tcp_read_cb, dns_tcp_write_cb,
 	    dns_tcp_event_cb, t);
@@ -677,21 +336,16 @@ dns_tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	goto out;
  fail:
 	free(t);
-	pthread_mutex_lock(&dns_lock);
-	if ((s = dns_sb_get(name, dns_now_ms())) != NULL && s->ds_tcp > 0)
-		s->ds_tcp--;
-	dns_st.tcp_total--;
-	pthread_mutex_unlock(&dns_lock);
+	proxy_dns_sb_tcp_give(s);
  out:
-	if (ps != NULL)
-		proxy_sandbox_put(ps);
+	proxy_sandbox_put(ps);
 }
 
 static void
 dns_tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
 {
 	static uint64_t warned_ms;
-	uint64_t now = dns_now_ms();
+	uint64_t now = proxy_dns_now_ms();
 
 	(void)lev;
 	(void)arg;
@@ -705,18 +359,27 @@ dns_tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
 static void
 dns_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct dns_out out = { NULL, 0, 0 };
-	uint64_t now = dns_now_ms();
+	struct proxy_dns_out out = PROXY_DNS_OUT_INIT;
+	uint64_t start, now;
 
 	(void)fd;
 	(void)what;
 	(void)arg;
-	/* Every instance ticks; whichever comes first closes the window. */
-	pthread_mutex_lock(&dns_lock);
-	if (now - dns_st.window_ms >= DNS_WINDOW_MS)
-		dns_window_close(&out, now);
-	pthread_mutex_unlock(&dns_lock);
-	dns_out_flush(&out);
+	start = __atomic_load_n(&dns_window_ms, __ATOMIC_RELAXED);
+	now = proxy_dns_now_ms();
+	if (now < start || now - start < DNS_WINDOW_MS)
+		return;
+	/*
+	 * Every instance ticks; the one that moves the window's start on closes the
+	 * window, once, and the others find it moved.
+	 */
+	if (!__atomic_compare_exchange_n(&dns_window_ms, &start, now, 0,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	if (dns_close_all(&out, 0) == -1)
+		/* The registry could not be walked: the next tick tries again. */
+		__atomic_store_n(&dns_window_ms, start, __ATOMIC_RELAXED);
+	proxy_dns_out_flush(&out);
 }
 
 struct proxy_dns *
@@ -730,18 +393,16 @@ proxy_dns_new(struct event_base *base, int udp_fd, int tcp_fd)
 	d->d_base = base;
 	d->d_udp_fd = udp_fd;
 	LIST_INIT(&d->d_tcp);
-	pthread_mutex_lock(&dns_lock);
-	if (dns_st.refs == 0) {
-		if (getrandom(dns_st.key, sizeof(dns_st.key), 0) !=
-		    sizeof(dns_st.key)) {
-			pthread_mutex_unlock(&dns_lock);
-			free(d);
-			return NULL;
-		}
-		dns_st.window_ms = dns_now_ms();
+	pthread_mutex_lock(&dns_inst_lock);
+	/* Before the first instance's thread starts, so before any query. */
+	if (proxy_dns_sb_init() == -1) {
+		pthread_mutex_unlock(&dns_inst_lock);
+		free(d);
+		return NULL;
 	}
-	dns_st.refs++;
-	pthread_mutex_unlock(&dns_lock);
+	if (dns_refs++ == 0)
+		__atomic_store_n(&dns_window_ms, proxy_dns_now_ms(), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&dns_inst_lock);
 
 	if (udp_fd != -1) {
 		if (evutil_make_socket_nonblocking(udp_fd) == -1 ||
@@ -768,9 +429,8 @@ proxy_dns_new(struct event_base *base, int udp_fd, int tcp_fd)
 void
 proxy_dns_free(struct proxy_dns *d)
 {
-	struct dns_out out = { NULL, 0, 0 };
-	struct dns_sb *s, *sn;
-	size_t i;
+	struct proxy_dns_out out = PROXY_DNS_OUT_INIT;
+	int last;
 
 	if (d == NULL)
 		return;
@@ -782,22 +442,16 @@ proxy_dns_free(struct proxy_dns *d)
 		event_free(d->d_udp_ev);
 	if (d->d_tick != NULL)
 		event_free(d->d_tick);
-	pthread_mutex_lock(&dns_lock);
-	if (--dns_st.refs == 0) {
-		/* The last one out writes what is pending and forgets the rest. */
-		dns_window_close(&out, dns_now_ms());
-		dns_agg_drain(&out, 1);
-		for (i = 0; i < DNS_SB_BUCKETS; i++) {
-			for (s = dns_st.sb[i]; s != NULL; s = sn) {
-				sn = s->ds_next;
-				free(s);
-			}
-			dns_st.sb[i] = NULL;
-		}
-		dns_st.nsb = 0;
-		dns_st.tcp_total = 0;
-	}
-	pthread_mutex_unlock(&dns_lock);
-	dns_out_flush(&out);
+	pthread_mutex_lock(&dns_inst_lock);
+	last = --dns_refs == 0;
+	pthread_mutex_unlock(&dns_inst_lock);
+	/*
+	 * The last one out writes what is pending.  The sandboxes keep their state
+	 * until the registry lets them go; should the walk fail, each writes its own
+	 * then (proxy_dns_sb_free()).
+	 */
+	if (last)
+		(void)dns_close_all(&out, 1);
+	proxy_dns_out_flush(&out);
 	free(d);
 }

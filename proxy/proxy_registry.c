@@ -6,8 +6,16 @@
  * DNS take the short read lock to find a sandbox by its guest address and to take a
  * counted reference to its policy; reload (proxy_reload.c) takes the write lock to
  * add, replace or take out entries and to swap a policy pointer, and puts what it
- * replaced after unlocking.  An entry taken out is marked dead (its connections close
- * on the next recheck) and freed when its last reference goes.
+ * replaced after unlocking.  DNS also walks the entries under the read lock once
+ * per audit window (proxy_sandbox_foreach()).  An entry taken out is marked dead
+ * (its connections close on the next recheck) and freed when its last reference
+ * goes.
+ *
+ * Each entry owns its per-sandbox state, each part under a lock of its own: token
+ * buckets (ps_limit_mtx, proxy_conn_limit.c), mapped names (ps_map, proxy_map.c),
+ * DNS rate limit and pending audit aggregates (ps_dns, proxy_dns_sb.c; written out
+ * when reload takes the entry out, and what is left when it is freed).  None of it
+ * is looked up by name.
  */
 #include <sys/types.h>
 
@@ -17,6 +25,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
+#include "proxy_dns_sb.h"
 #include "proxy_keys.h"
 #include "proxy_map.h"
 #include "proxy_registry.h"
@@ -92,6 +101,8 @@ proxy_sandbox_put(struct proxy_sandbox *ps)
 		return;
 	if (__atomic_sub_fetch(&ps->ps_refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	/* What DNS still counts for it is written now, with its name. */
+	proxy_dns_sb_free(ps->ps_dns);
 	proxy_policy_put(ps->ps_policy);
 	proxy_map_free(ps->ps_map);
 	pthread_mutex_destroy(&ps->ps_limit_mtx);
@@ -182,6 +193,11 @@ proxy_sandbox_new(const struct sandbox *sb, struct proxy_policy *pp)
 		free(ps);
 		return NULL;
 	}
+	if ((ps->ps_dns = proxy_dns_sb_new(sb->sb_name)) == NULL) {
+		proxy_map_free(ps->ps_map);
+		free(ps);
+		return NULL;
+	}
 	ps->ps_rec = *sb;
 	ps->ps_policy = pp;
 	ps->ps_refs = 1;
@@ -216,6 +232,16 @@ proxy_reg_clear(void)
  */
 int
 proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
+{
+	return proxy_sandbox_foreach(fn, arg);
+}
+
+/*
+ * The same walk for the rest of the daemon (proxy_registry.h): DNS closes each
+ * sandbox's audit window with it.  What fn may read is the caller's contract, not the walk's.
+ */
+int
+proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
 {
 	size_t i;
 

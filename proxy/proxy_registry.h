@@ -1,7 +1,8 @@
 /*
  * proxy/proxy_registry.h: sandboxes and policies as the daemon knows them, the
  * registry's face to the connection path and DNS (proxy_registry.c).  What only the
- * core uses of the registry (add, take out, walk) is in proxy_core.h.
+ * core uses of the registry (add, take out, a walk that reads the core-private
+ * fields) is in proxy_core.h.
  */
 #ifndef AIRLOCK_PROXY_REGISTRY_H
 #define AIRLOCK_PROXY_REGISTRY_H
@@ -14,13 +15,15 @@
 #include "policy.h"
 #include "sandbox.h"
 
+struct proxy_dns_sb;
 struct proxy_keys;
 struct proxy_sbca;
 struct proxy_map;
 
 /*
  * One sandbox as the daemon knows it.  Registry entries are reference counted: a
- * connection or DNS query holds a reference for as long as it uses the entry.  The
+ * connection, DNS query or DNS TCP client holds a reference for as long as it uses
+ * the entry.  The
  * policy pointer is swapped on reload under the registry lock; readers take
  * proxy_sandbox_policy() (a counted reference) rather than reading ps_policy directly.
  */
@@ -61,6 +64,8 @@ struct proxy_sandbox {
 	/* limits (proxy_conn_limit.c): this sandbox's own buckets and lock */
 	pthread_mutex_t	 ps_limit_mtx;
 	struct proxy_buckets ps_buckets;
+	/* DNS (proxy_dns_sb.c): rate limit, TCP clients, pending audit; own lock */
+	struct proxy_dns_sb *ps_dns;
 	/* core-private (proxy_reload.c): the policy file in force, under the registry lock */
 	char		 ps_policy_file[PATH_MAX];
 	char		 ps_policy_error[256];	/* last load error, "" if none */
@@ -137,6 +142,13 @@ proxy_sandbox_is_dead(const struct proxy_sandbox *ps)
 /* The sandbox whose guest address is src, referenced; NULL if none. */
 struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
 void	proxy_sandbox_put(struct proxy_sandbox *ps);
+/*
+ * Calls fn(ps, arg) for every sandbox in the registry, under its read lock: fn may
+ * use what this header lets any file use of ps, but must neither take the registry
+ * lock nor put ps.  0, or -1 if the lock cannot be taken (nothing visited).
+ */
+int	proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *),
+	    void *arg);
 /*
  * The sandbox's current policy, referenced; release with proxy_policy_put().  A
  * sandbox whose policy never loaded has an empty policy (no rules, so every

@@ -8,8 +8,10 @@
  * whose interface or addresses changed replaces its sandbox, and a record that
  * disappeared takes its sandbox and its connections with it.  Then every worker
  * re-checks its live connections (proxy_threads.c).  Each change is an audit record
- * of the daemon's own (sandbox attach/detach, config).  The control commands are a
- * table, proxy_ctl_cmds, that proxy.c gives to the control socket (proxy_ctl.c).
+ * of the daemon's own (sandbox attach/detach, config); a sandbox that goes has the
+ * DNS records it was still counting written just before its detach.  The control
+ * commands are a table, proxy_ctl_cmds, that proxy.c gives to the control socket
+ * (proxy_ctl.c).
  */
 #include <sys/types.h>
 
@@ -23,6 +25,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
+#include "proxy_dns_sb.h"
 #include "proxy_keys.h"
 #include "proxy_netwatch.h"
 
@@ -52,6 +55,19 @@ proxy_audit_sandbox(const struct sandbox *sb, const char *action,
 	r.ar_nextra = 4;
 	if (audit_write(proxy_log, &r) == -1)
 		log_warn("audit: sandbox %s %s", sb->sb_name, action);
+}
+
+/*
+ * A sandbox taken out of the registry, with the registry's reference: what DNS was
+ * counting for it is written (no window walk sees it now), then its detach record,
+ * and the reference is put.
+ */
+static void
+proxy_detach(struct proxy_sandbox *ps, const char *source)
+{
+	proxy_dns_sb_flush(ps->ps_dns);
+	proxy_audit_sandbox(&ps->ps_rec, "detach", source);
+	proxy_sandbox_put(ps);
 }
 
 static void
@@ -246,8 +262,7 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source,
 
 	if (gone != NULL) {
 		log_info("sandbox %s: record changed, replacing it", sb->sb_name);
-		proxy_audit_sandbox(&gone->ps_rec, "detach", source);
-		proxy_sandbox_put(gone);
+		proxy_detach(gone, source);
 	}
 	if (added != NULL)
 		proxy_audit_sandbox(sb, "attach", source);
@@ -302,8 +317,7 @@ proxy_remove(const char *name, const char *source)
 	if (ps == NULL)
 		return 0;
 	log_info("sandbox %s: removed (%s)", name, source);
-	proxy_audit_sandbox(&ps->ps_rec, "detach", source);
-	proxy_sandbox_put(ps);
+	proxy_detach(ps, source);
 	return 1;
 }
 

@@ -5,7 +5,10 @@
 # name gets a stable address in 198.18.0.0/15 over UDP and TCP; a denied name
 # NXDOMAIN, audited; TXT refused; AAAA and HTTPS empty; an unknown source refused;
 # repeats aggregated; a flood rate limited and summarised without hurting another
-# sandbox; TCP framing and client limits; reload changes the answers.
+# sandbox; TCP framing and client limits; reload changes the answers.  Each sandbox
+# has a DNS state of its own (bucket, budget, pending counts): another's flood takes
+# nothing from it, and what a sandbox removed or replaced by a reload was still
+# counting is written as it goes, every query once.
 set -u
 . "$(dirname "$0")/../lib/daemon.sh"
 
@@ -156,6 +159,89 @@ out=$(q 127.0.0.2 example.com A)
 is "$(status_of "$out")" NXDOMAIN "after reload: example.com NXDOMAIN"
 is "$(q 127.0.0.2 +short api.example.org A)" "$a3" \
     "after reload: a kept name keeps its address"
+
+# --- each sandbox its own DNS state: isolation, and nothing lost when one goes ---
+# dns_accounted SANDBOX [REGEX]: the queries its dns records account for (a record
+# with "count":N stands for N queries, one without for its own).
+dns_accounted() {
+	perl -e 'my ($sb, $re) = (shift, shift); my $n = 0;
+	    while (<>) {
+		next unless /"sandbox":"\Q$sb\E".*"event":"dns"/ && /$re/;
+		$n += /"count":(\d+)/ ? $1 : 1;
+	    }
+	    print "$n\n";' "$1" "${2:-.}" "$T/audit.jsonl"
+}
+dns_queries_of() {	# dns_queries_of SANDBOX: the daemon's own count (stats)
+	"$AIRLOCK" --config "$CFG" stats --json |
+	    perl -ne 'print $1 if /"name":"\Q'"$1"'\E"[^}]*"dns_queries":(\d+)/'
+}
+printf '{"policy":"p3","rules":[{"id":"w","host":"*.example.org"}]}\n' >"$T/p3.json"
+dt_record sb3 127.0.0.5 "$T/p3.json"
+dt_record sb4 127.0.0.6 "$T/p3.json"
+"$AIRLOCK" --config "$CFG" reload >/dev/null 2>&1
+ok $? "reload: sb3 and sb4 added"
+for i in 1 2 3 4 5; do q 127.0.0.5 +short rep3.example.org A >/dev/null; done
+for i in 1 2 3; do q 127.0.0.6 +short rep4.example.org A >/dev/null; done
+# sb3 spends its whole bucket and budget on new names; once the daemon is through
+# them (0.3 s without an answer), sb4 sends a burst of 100 at once: its own bucket
+# (200) answers them all where a shared one would have refilled only ~30.
+flood3=$(in_ns perl -MIO::Socket::INET -MIO::Select -e '
+    sub sock { IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0],
+	LocalAddr => $_[0], Proto => "udp") or die }
+    sub query { my ($id, @l) = @_;
+	pack("nnnnnn", $id, 0x0100, 1, 0, 0, 0) .
+	    join("", map { chr(length $_) . $_ } @l) . "\0" . pack("nn", 1, 1) }
+    my ($s, $t) = (sock("127.0.0.5"), sock("127.0.0.6"));
+    my ($got3, $got4) = (0, 0);
+    my $sel = IO::Select->new($s);
+    for my $i (1..400) {
+	print $s query($i, "g$i", "example", "org");
+	while ($sel->can_read(0)) { $s->recv(my $b, 2048); $got3++ }
+    }
+    while ($sel->can_read(0.3)) { $s->recv(my $b, 2048); $got3++ }
+    print $t query($_, "burst", "example", "org") for 1..100;
+    $sel = IO::Select->new($t);
+    while ($sel->can_read(1)) { $t->recv(my $b, 2048); $got4++ }
+    print "$got3 $got4\n";' "$DNS_PORT")
+got3=${flood3% *}
+got4=${flood3#* }
+diag "sb3's flood: $got3 of 400 answered; then sb4's burst: $got4 of 100"
+ok "$([ "$got3" -ge 150 ] && [ "$got3" -le 320 ]; echo $?)" \
+    "sb3's flood is rate limited ($got3 of 400 answered)"
+ok "$([ "$got4" -ge 80 ]; echo $?)" \
+    "right after sb3's flood: sb4's burst answered from a bucket of its own ($got4 of 100)"
+# sb3 used up its budget of names: sb4's new name is still written at once.
+like "$(q 127.0.0.6 +short iso.example.org A)" '^198\.1[89]\.' \
+    "after sb3's flood: sb4 is answered"
+is "$(audit_lines '"sandbox":"sb4".*"event":"dns".*"qname":"iso.example.org"')" 1 \
+    "after sb3's flood: sb4's new name written at once (a budget of its own)"
+# A reload that takes sb3 out and replaces sb4 (its interface changed): what each
+# was still counting is written as it goes, once.
+n3=$(dns_queries_of sb3)
+n4=$(dns_queries_of sb4)
+diag "queries before the reload: sb3 $n3, sb4 $n4"
+rm -f "$T/state/sandboxes/sb3.json"
+sed -i 's/"veth-sb4"/"veth-sb4b"/' "$T/state/sandboxes/sb4.json"
+"$AIRLOCK" --config "$CFG" reload >/dev/null 2>&1
+ok $? "reload: sb3 removed, sb4 replaced"
+! "$AIRLOCK" --config "$CFG" stats --json | grep -q '"name":"sb3"'
+ok $? "sb3 is gone"
+is "$(dns_accounted sb3)" "$n3" \
+    "sb3 removed: every query it had is in the audit log, once"
+is "$(dns_accounted sb3 '"qname":"rep3\.example\.org"')" 5 \
+    "sb3 removed: its five repeats accounted for"
+like "$(grep -E '"sandbox":"sb3".*"reason":"rate_limited"' "$T/audit.jsonl")" \
+    '"outcome":"drop","count":[0-9]+' "sb3 removed: its rate-limited drops written"
+is "$(dns_accounted sb4)" "$n4" \
+    "sb4 replaced: every query of the old one is in the audit log, once"
+# The new sb4 counts afresh, and the window's end writes it (no stop needed).
+for i in 1 2 3; do q 127.0.0.6 +short win.example.org A >/dev/null; done
+for i in $(seq 220); do
+	[ "$(dns_accounted sb4 '"qname":"win\.example\.org"')" = 3 ] && break
+	sleep 0.1
+done
+is "$(dns_accounted sb4 '"qname":"win\.example\.org"')" 3 \
+    "new sb4: its repeats written when the window closes"
 
 # The last proxy_dns to go writes what it was counting.
 dt_stop
