@@ -28,7 +28,10 @@
  * is written out early), so one sandbox cannot grow the process: the whole is
  * bounded by the registry's size (PROXY_RECORDS_MAX sandboxes, plus removed ones
  * until their last reference goes, which no new query finds) times DNS_SB_AGG_MAX
- * entries of struct dns_agg, plus dns_nosb's.
+ * entries of struct dns_agg, plus dns_nosb's, and by DNS_AGG_TOTAL_MAX in all
+ * (dns_agg_total, an atomic): past it a first query is still written at once and
+ * counted against the budget, only no entry is kept to count its repeats, so the
+ * records a flood costs stay bounded by the budget either way.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -48,9 +51,12 @@
 #define DNS_RATE_BURST		200
 #define DNS_SB_BUDGET		32	/* immediate records per sandbox per window */
 #define DNS_SB_AGG_MAX		128	/* pending aggregates per sandbox */
+#define DNS_AGG_TOTAL_MAX	16384	/* pending aggregates in all (~9 MiB) */
 #define DNS_SB_AGG_BUCKETS	64
 #define DNS_TCP_PER_SB		8	/* concurrent TCP clients per sandbox */
 #define DNS_TCP_MAX		512	/* concurrent TCP clients in all */
+
+static size_t dns_agg_total;	/* entries of every state's table (atomic) */
 
 struct dns_agg {
 	struct dns_agg	*da_next;	/* hash chain */
@@ -288,6 +294,8 @@ dns_agg_drain(struct proxy_dns_sb *s, struct proxy_dns_out *o, int all)
 				*pp = a->da_next;
 				free(a);
 				s->ds_nagg--;
+				__atomic_sub_fetch(&dns_agg_total, 1,
+				    __ATOMIC_RELAXED);
 				continue;
 			}
 			a->da_hits = 0;
@@ -396,13 +404,15 @@ dns_agg_note(struct proxy_dns_sb *s, const struct proxy_dns_rec *r,
 	if (s->ds_nagg >= DNS_SB_AGG_MAX)
 		dns_agg_drain(s, o, 1);	/* full: write its counts out early */
 	s->ds_budget++;
-	if ((a = calloc(1, sizeof(*a))) != NULL) {
+	if (__atomic_load_n(&dns_agg_total, __ATOMIC_RELAXED) < DNS_AGG_TOTAL_MAX &&
+	    (a = calloc(1, sizeof(*a))) != NULL) {
 		a->da_rec = *r;
 		a->da_rec.dr_count = 0;
 		a->da_hits = 1;
 		a->da_next = s->ds_agg[h];
 		s->ds_agg[h] = a;
 		s->ds_nagg++;
+		__atomic_add_fetch(&dns_agg_total, 1, __ATOMIC_RELAXED);
 	}
 	return 1;
 }
