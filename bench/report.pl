@@ -201,7 +201,7 @@ for my $pr (@pairs) {
 }
 p();
 
-# Goals (DESIGN.md "Performance goals", issue 7).
+# Goals (issue 7; README.md, "Benchmarks", states them): each with its bound.
 sub each_conns {	# each_conns(sub { value for c }, sub { ok(v) }, fmt digits)
 	my ($val, $okf, $dig, $s) = @_;
 	my (@txt, $all, $any);
@@ -295,7 +295,7 @@ if (defined $r1) {
 	p("| 10,000 concurrent connections on one host | $iu up, $if failed | $ten |");
 }
 p('| all cores used (one event loop per core) | every proxy runs 1 worker here ',
-    '(DESIGN.md measures per worker) | not measured |');
+    '(the goals are stated per worker) | not measured |');
 p();
 
 p('## Memory');

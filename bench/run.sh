@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/run.sh: airlock side by side with nginx, HAProxy, Squid and mitmproxy
-# (issue 7, DESIGN.md "Performance goals").  Run through `make bench [QUICK=1]`;
-# bench/README.md says what is measured and how to read the table.
+# (issue 7; README.md's "Benchmarks" states the goals, bench/report.pl checks them).
+# Run through `make bench [QUICK=1]`; bench/README.md says what is measured and how
+# to read the table.
 #
 # Everything runs in network namespaces made here, named alb-*-PID:
 #

@@ -1,5 +1,5 @@
 /*
- * cli/cmd_ca.c: airlock ca init|cert (DESIGN.md "Sandboxes, networks and VMs").
+ * cli/cmd_ca.c: airlock ca init|cert (README, "Making a guest trust the interception CA").
  *
  *	airlock ca init [--force]	the host CA (STATE_DIR/ca.key, ca.pem)
  *	airlock ca cert [SANDBOX]	the PEM a VM must trust: the host CA, or the

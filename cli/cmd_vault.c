@@ -1,5 +1,5 @@
 /*
- * cli/cmd_vault.c: airlock vault put|ls|rm|rotate-key (DESIGN.md "Secrets").
+ * cli/cmd_vault.c: airlock vault put|ls|rm|rotate-key (secrets: include/vault.h).
  *
  *	airlock vault put NAME --host H [--host H2 ...] [--placeholder P] < value
  *	airlock vault ls [--json]

@@ -1,6 +1,6 @@
 /*
- * cli/cmd_vm.c: airlock vm start|stop|destroy|ls|console (DESIGN.md "Sandboxes,
- * networks and VMs").  The work is in vmm/ (include/vmm.h).
+ * cli/cmd_vm.c: airlock vm start|stop|destroy|ls|console.  The work is in vmm/
+ * (include/vmm.h).
  *
  *	airlock vm start NAME [--image default|DIR | --disk FILE.qcow2]
  *	    [--memory MiB] [--vcpus N] [--agent FILE]

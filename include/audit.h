@@ -1,6 +1,6 @@
 /*
- * include/audit.h: the tamper-evident audit log (JSON Lines, DESIGN.md "Audit log").
- * Implemented in audit/.
+ * include/audit.h: the tamper-evident audit log (JSON Lines; docs/AUDIT.md is the
+ * reference of its records).  Implemented in audit/.
  *
  * Each line is one JSON object written by jansson (compact, ASCII only: every control
  * character, quote, backslash and non-ASCII character is escaped, so no field can

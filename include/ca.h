@@ -1,5 +1,5 @@
 /*
- * include/ca.h: the TLS interception CA (DESIGN.md `airlock ca`), implemented in
+ * include/ca.h: the TLS interception CAs (`airlock ca`), implemented in
  * vault/vault_ca.c and vault/vault_ca_cache.c.
  *
  * Two kinds of CA, both ECDSA P-256, self-signed, basicConstraints CA:TRUE

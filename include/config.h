@@ -1,6 +1,7 @@
 /*
- * include/config.h: airlock.json (DESIGN.md "Configuration and processes").  Every key
- * has a default; unknown keys and wrong types are errors.  Implemented in lib/config.c.
+ * include/config.h: airlock.json, airlockd's and the CLI's configuration file
+ * (docs/CONFIGURATION.md is its reference).  Every key has a default; unknown keys
+ * and wrong types are errors.  Implemented in lib/config.c.
  */
 #ifndef AIRLOCK_CONFIG_H
 #define AIRLOCK_CONFIG_H
@@ -26,14 +27,13 @@ struct airlock_config {
 	enum audit_fsync audit_fsync;			/* "deny" */
 	int		audit_log_query;		/* false */
 	char		audit_key_file[PATH_MAX];	/* "" (null): plain SHA-256 chain */
-							/* (key "audit.key_file", not in */
-							/* DESIGN.md): an HMAC key file */
-							/* (audit_key_load()); airlockd */
-							/* reads it as root at start and */
-							/* writes the chain keyed with it */
+							/* (key "audit.key_file"): an HMAC */
+							/* key file (audit_key_load()); */
+							/* airlockd reads it as root at */
+							/* start and writes the chain */
+							/* keyed with it */
 	char		libvirt_uri[256];		/* qemu:///system */
 	char		user[64];			/* "airlock": airlockd drops to it */
-							/* (key "user", not in DESIGN.md) */
 };
 
 /* Fills every field with its default. */
@@ -48,7 +48,8 @@ void	config_defaults(struct airlock_config *c);
  * *c is written only on success.
  *
  * Checks: duplicate and unknown keys, types, ports 1..65535, workers 0..256, pools
- * as strict IPv4 CIDRs /8../30 outside the floor and not overlapping, paths absolute
+ * as strict IPv4 CIDRs /8../30 with neither end in the floor and not overlapping each
+ * other, paths absolute
  * (control_socket short enough for sun_path), audit.fsync "never"|"deny"|"always",
  * audit.key_file null or an absolute path, user a portable user name.
  *
@@ -60,5 +61,14 @@ void	config_defaults(struct airlock_config *c);
  */
 int	config_load(struct airlock_config *c, const char *path, const char *state_dir,
 	    char *err, size_t errlen);
+
+/*
+ * The keys config_load() accepts, one at a time: the i-th (from 0) into buf, as
+ * "state_dir" or, for the keys of the "audit" object (after the top-level ones),
+ * "audit.path".  Returns 0, or -1 past the last key (or for a buf too short).  The
+ * list is read from the tables the loader looks keys up in, so it names every key
+ * the file may hold (tests/unit/docs_config.c holds docs/CONFIGURATION.md to it).
+ */
+int	config_key_name(size_t i, char *buf, size_t len);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * include/netctl.h: sandbox interfaces and the nftables rules that force a sandbox's
- * traffic into airlockd (DESIGN.md "The path of one packet").  Implemented in netctl/.
+ * traffic into airlockd.  Implemented in netctl/.
  *
  * Everything goes through libnftnl + libmnl (no nft binary, no libnftables) and every
  * change is one atomic netlink batch.  airlock owns exactly two tables, both named

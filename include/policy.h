@@ -1,5 +1,5 @@
 /*
- * include/policy.h: the policy model of DESIGN.md as plain, immutable C structs.
+ * include/policy.h: the policy model (policies/SCHEMA.md) as plain, immutable C structs.
  * Loaded and validated by policies/ (jansson stays inside policies/); evaluated by the
  * pure function policy_decide().  No sockets, no privileges.
  */

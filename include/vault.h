@@ -1,6 +1,6 @@
 /*
- * include/vault.h: secrets encrypted at rest (DESIGN.md "Secrets"), implemented in
- * vault/.  Used by the CLI (airlock vault ...) and by airlockd (find, bind, get).
+ * include/vault.h: secrets encrypted at rest, implemented in vault/.  Used by the
+ * CLI (airlock vault ...) and by airlockd (find, bind, get).
  *
  * Files in the state directory:
  *	vault.key	32 random bytes, the AES-256-GCM master key.  Must have no

@@ -1,6 +1,5 @@
 /*
- * include/vmm.h: agent VMs under libvirt (DESIGN.md "Sandboxes, networks and VMs",
- * `airlock vm ...`).  Implemented in vmm/.
+ * include/vmm.h: agent VMs under libvirt (`airlock vm ...`).  Implemented in vmm/.
  *
  * One transient libvirt domain per sandbox, named VMM_DOMAIN_PREFIX + sandbox name,
  * on the libvirt_uri of the configuration, through the libvirt C API (no virsh).

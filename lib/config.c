@@ -33,6 +33,56 @@ static const struct strtab config_fsyncs[] = {
 	{ NULL, 0 }
 };
 
+/*
+ * The keys of the file: config_apply() and config_audit() find a key's case here
+ * (a key in no table is an unknown key), and config_key_name() lists the same
+ * tables, so no key is accepted that the list does not name.
+ */
+enum config_key {
+	CK_STATE_DIR,
+	CK_CONTROL_SOCKET,
+	CK_PROXY_PORT,
+	CK_DNS_PORT,
+	CK_WORKERS,
+	CK_ADDRESS_POOL,
+	CK_MAPPED_POOL,
+	CK_UPSTREAM_CA_FILE,
+	CK_AUDIT,
+	CK_LIBVIRT_URI,
+	CK_USER,
+};
+
+static const struct strtab config_keys[] = {
+	{ "state_dir", CK_STATE_DIR },
+	{ "control_socket", CK_CONTROL_SOCKET },
+	{ "proxy_port", CK_PROXY_PORT },
+	{ "dns_port", CK_DNS_PORT },
+	{ "workers", CK_WORKERS },
+	{ "address_pool", CK_ADDRESS_POOL },
+	{ "mapped_pool", CK_MAPPED_POOL },
+	{ "upstream_ca_file", CK_UPSTREAM_CA_FILE },
+	{ "audit", CK_AUDIT },
+	{ "libvirt_uri", CK_LIBVIRT_URI },
+	{ "user", CK_USER },
+	{ NULL, 0 }
+};
+
+/* The keys of the "audit" object. */
+enum config_audit_key {
+	CK_AUDIT_PATH,
+	CK_AUDIT_FSYNC,
+	CK_AUDIT_KEY_FILE,
+	CK_AUDIT_LOG_QUERY,
+};
+
+static const struct strtab config_audit_keys[] = {
+	{ "path", CK_AUDIT_PATH },
+	{ "fsync", CK_AUDIT_FSYNC },
+	{ "key_file", CK_AUDIT_KEY_FILE },
+	{ "log_query", CK_AUDIT_LOG_QUERY },
+	{ NULL, 0 }
+};
+
 struct config_ctx {
 	const char	*cc_file;	/* the path as given, for messages */
 	const char	*cc_text;	/* the file's bytes, for config_pos() */
@@ -256,17 +306,21 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 {
 	const char *k;
 	json_t *v;
-	int fsync;
+	int fsync, key;
 
 	if (!json_is_object(obj))
 		return config_error(cc, "audit", NULL, "must be an object");
 	json_object_foreach(obj, k, v) {
-		if (strcmp(k, "path") == 0) {
+		if (strtab_value(config_audit_keys, k, &key) == -1)
+			return config_error(cc, "audit", k, "unknown key");
+		switch ((enum config_audit_key)key) {
+		case CK_AUDIT_PATH:
 			if (config_path(cc, "audit", k, v, c->audit_path,
 			    sizeof(c->audit_path), PATH_MAX - 1) == -1)
 				return -1;
 			cc->cc_set_audit_path = 1;
-		} else if (strcmp(k, "fsync") == 0) {
+			break;
+		case CK_AUDIT_FSYNC:
 			if (!json_is_string(v))
 				return config_error(cc, "audit", k, "must be a "
 				    "string: \"never\", \"deny\" or \"always\"");
@@ -275,7 +329,8 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 				return config_error(cc, "audit", k, "must be "
 				    "\"never\", \"deny\" or \"always\"");
 			c->audit_fsync = (enum audit_fsync)fsync;
-		} else if (strcmp(k, "key_file") == 0) {
+			break;
+		case CK_AUDIT_KEY_FILE:
 			if (json_is_null(v))
 				c->audit_key_file[0] = '\0';
 			else if (!json_is_string(v))
@@ -284,13 +339,14 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 			else if (config_path(cc, "audit", k, v, c->audit_key_file,
 			    sizeof(c->audit_key_file), PATH_MAX - 1) == -1)
 				return -1;
-		} else if (strcmp(k, "log_query") == 0) {
+			break;
+		case CK_AUDIT_LOG_QUERY:
 			if (!json_is_boolean(v))
 				return config_error(cc, "audit", k,
 				    "must be true or false");
 			c->audit_log_query = json_is_true(v);
-		} else
-			return config_error(cc, "audit", k, "unknown key");
+			break;
+		}
 	}
 	return 0;
 }
@@ -352,6 +408,7 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 	const char *k;
 	json_int_t n;
 	json_t *v;
+	int key;
 
 	if (!json_is_object(root)) {
 		snprintf(cc->cc_err, cc->cc_errlen, "%s:1:1: (top): must be a JSON "
@@ -359,22 +416,29 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 		return -1;
 	}
 	json_object_foreach(root, k, v) {
-		if (strcmp(k, "state_dir") == 0) {
+		if (strtab_value(config_keys, k, &key) == -1)
+			return config_error(cc, k, NULL, "unknown key");
+		switch ((enum config_key)key) {
+		case CK_STATE_DIR:
 			if (config_path(cc, k, NULL, v, c->state_dir,
 			    sizeof(c->state_dir), PATH_MAX - 1) == -1)
 				return -1;
-		} else if (strcmp(k, "control_socket") == 0) {
+			break;
+		case CK_CONTROL_SOCKET:
 			if (config_path(cc, k, NULL, v, c->control_socket,
 			    sizeof(c->control_socket), CONFIG_SUN_PATH_MAX) == -1)
 				return -1;
 			cc->cc_set_control_socket = 1;
-		} else if (strcmp(k, "proxy_port") == 0) {
+			break;
+		case CK_PROXY_PORT:
 			if (config_port(cc, k, v, &c->proxy_port) == -1)
 				return -1;
-		} else if (strcmp(k, "dns_port") == 0) {
+			break;
+		case CK_DNS_PORT:
 			if (config_port(cc, k, v, &c->dns_port) == -1)
 				return -1;
-		} else if (strcmp(k, "workers") == 0) {
+			break;
+		case CK_WORKERS:
 			if (!json_is_integer(v))
 				return config_error(cc, k, NULL, "must be an "
 				    "integer 0..%d", CONFIG_WORKERS_MAX);
@@ -383,13 +447,16 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 				return config_error(cc, k, NULL, "%lld out of "
 				    "range 0..%d", (long long)n, CONFIG_WORKERS_MAX);
 			c->workers = (unsigned int)n;
-		} else if (strcmp(k, "address_pool") == 0) {
+			break;
+		case CK_ADDRESS_POOL:
 			if (config_pool(cc, k, v, &c->address_pool) == -1)
 				return -1;
-		} else if (strcmp(k, "mapped_pool") == 0) {
+			break;
+		case CK_MAPPED_POOL:
 			if (config_pool(cc, k, v, &c->mapped_pool) == -1)
 				return -1;
-		} else if (strcmp(k, "upstream_ca_file") == 0) {
+			break;
+		case CK_UPSTREAM_CA_FILE:
 			if (json_is_null(v))
 				c->upstream_ca_file[0] = '\0';
 			else if (!json_is_string(v))
@@ -398,18 +465,21 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 			else if (config_path(cc, k, NULL, v, c->upstream_ca_file,
 			    sizeof(c->upstream_ca_file), PATH_MAX - 1) == -1)
 				return -1;
-		} else if (strcmp(k, "audit") == 0) {
+			break;
+		case CK_AUDIT:
 			if (config_audit(cc, c, v) == -1)
 				return -1;
-		} else if (strcmp(k, "libvirt_uri") == 0) {
+			break;
+		case CK_LIBVIRT_URI:
 			if (config_string(cc, k, v, c->libvirt_uri,
 			    sizeof(c->libvirt_uri)) == -1)
 				return -1;
-		} else if (strcmp(k, "user") == 0) {
+			break;
+		case CK_USER:
 			if (config_user(cc, v, c->user, sizeof(c->user)) == -1)
 				return -1;
-		} else
-			return config_error(cc, k, NULL, "unknown key");
+			break;
+		}
 	}
 	/* Both pools are routed on the host: they must not overlap. */
 	if (netaddr_cidr_contains(&c->address_pool, &c->mapped_pool.nc_addr) ||
@@ -418,6 +488,25 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 		    "mapped_pool" : "address_pool", NULL,
 		    "address_pool and mapped_pool overlap");
 	return 0;
+}
+
+int
+config_key_name(size_t i, char *buf, size_t len)
+{
+	const struct strtab *t;
+	int n;
+
+	for (t = config_keys; t->st_name != NULL; t++, i--)
+		if (i == 0) {
+			n = snprintf(buf, len, "%s", t->st_name);
+			return n < 0 || (size_t)n >= len ? -1 : 0;
+		}
+	for (t = config_audit_keys; t->st_name != NULL; t++, i--)
+		if (i == 0) {
+			n = snprintf(buf, len, "audit.%s", t->st_name);
+			return n < 0 || (size_t)n >= len ? -1 : 0;
+		}
+	return -1;
 }
 
 /*

@@ -559,10 +559,10 @@ struct nc_range {
 };
 
 /*
- * The floor for airlockd's own sockets (DESIGN.md, step 6): 0/8, loopback, link-local
- * (all of 169.254/16, with the metadata address), the other metadata addresses
- * (Alibaba 100.100.100.200, Azure 168.63.129.16), multicast, reserved and broadcast
- * (224/3, to the end).  Local addresses are matched by "fib daddr type local".
+ * The floor for airlockd's own sockets (the output rule that matches its user): 0/8,
+ * loopback, link-local (all of 169.254/16, with the metadata address), the other
+ * metadata addresses (Alibaba 100.100.100.200, Azure 168.63.129.16), multicast,
+ * reserved and broadcast (224/3, to the end).  Local addresses are matched by "fib daddr type local".
  */
 static const struct nc_range nc_floor4[] = {
 	{ "0.0.0.0", "1.0.0.0" },

@@ -68,6 +68,32 @@ tpath(char *buf, size_t len, const char *name)
 	return buf;
 }
 
+/*
+ * A request record with every standard field set but reason and would_deny, at
+ * 2026-11-30T12:00:00.123Z (tests/unit/audit_write.c checks its line byte for byte;
+ * tests/unit/docs_audit.c checks its fields are documented).  inject is borrowed.
+ */
+static inline void
+full_record(struct audit_record *r, const char *const *inject)
+{
+	*r = (struct audit_record)AUDIT_RECORD_INIT;
+	r->ar_ts_ms = 1796040000123LL;
+	r->ar_event = AUDIT_EV_REQUEST;
+	r->ar_sandbox = "demo";
+	r->ar_src = "10.233.0.2:51234";
+	r->ar_dst = "api.github.com:443";
+	r->ar_tls = "inspect";
+	r->ar_method = "GET";
+	r->ar_path = "/repos/acme/app";
+	r->ar_status = 200;
+	r->ar_decision = "allow";
+	r->ar_rule = "github-api";
+	r->ar_inject = inject;
+	r->ar_bytes_up = 512;
+	r->ar_bytes_down = 2048;
+	r->ar_ms = 35;
+}
+
 /* Appends n plain records to the log at path, sandbox sb, hosts h0, h1, ... */
 static inline void
 gen_records(const char *path, const char *sb, int n)

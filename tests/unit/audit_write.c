@@ -37,21 +37,7 @@ test_fields(void)
 	log = audit_open(p, AUDIT_FSYNC_DENY, err, sizeof(err));
 	if (!ok(log != NULL, "audit_open creates a new log"))
 		bail("%s", err);
-	r.ar_ts_ms = 1796040000123LL;	/* 2026-11-30T12:00:00.123Z */
-	r.ar_event = AUDIT_EV_REQUEST;
-	r.ar_sandbox = "demo";
-	r.ar_src = "10.233.0.2:51234";
-	r.ar_dst = "api.github.com:443";
-	r.ar_tls = "inspect";
-	r.ar_method = "GET";
-	r.ar_path = "/repos/acme/app";
-	r.ar_status = 200;
-	r.ar_decision = "allow";
-	r.ar_rule = "github-api";
-	r.ar_inject = inject;
-	r.ar_bytes_up = 512;
-	r.ar_bytes_down = 2048;
-	r.ar_ms = 35;
+	full_record(&r, inject);
 	r.ar_extra = extra;
 	r.ar_nextra = 2;
 	ok(audit_write(log, &r) == 0, "audit_write: a full request record");
@@ -68,7 +54,7 @@ test_fields(void)
 	    "\"bytes_up\":512,\"bytes_down\":2048,\"ms\":35,"
 	    "\"qname\":\"x.example.com\",\"qtype\":28,\"prev\":\"" AUDIT_ZERO_HASH
 	    "\",\"hash\":\"", (buf[len - 67] = '\0', buf),
-	    "field order and format as DESIGN.md; first prev is 64 zeros");
+	    "field order and format as docs/AUDIT.md; first prev is 64 zeros");
 	free(buf);
 	is_int(0, verify_bad_line(p, why, sizeof(why)), "the line verifies");
 
