@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config_types.h"	/* enum audit_fsync */
+#include "config.h"	/* enum audit_fsync */
 
 enum audit_event {
 	AUDIT_EV_DNS = 0,

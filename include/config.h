@@ -9,10 +9,16 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "config_types.h"	/* enum audit_fsync */
 #include "netaddr.h"
 
 #define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"
+
+/* audit.fsync: when the audit log's writer calls fsync(2). */
+enum audit_fsync {
+	AUDIT_FSYNC_NEVER = 0,		/* flush only */
+	AUDIT_FSYNC_DENY,		/* fsync before a denial takes effect (default) */
+	AUDIT_FSYNC_ALWAYS,		/* fsync every record */
+};
 
 struct airlock_config {
 	char		state_dir[PATH_MAX];		/* /var/lib/airlock */

@@ -1,9 +1,10 @@
 /*
  * proxy/proxy_core.h: what the daemon's core shares and nobody else needs.  The core
  * is start-up and the daemon's life (proxy.c), the root state reader
- * (proxy_reader.c), the sandbox registry (proxy_registry.c), the worker threads
- * (proxy_threads.c), and reload and the control commands (proxy_reload.c).  The
- * connection path and DNS reach the core through proxy_registry.h only.
+ * (proxy_reader.c), the worker threads (proxy_threads.c), and reload and the
+ * control commands (proxy_reload.c); the registry they write is proxy_registry.h's
+ * (its second part).  The connection path and DNS reach the core through
+ * proxy_registry.h's first part only.
  * Prototypes are grouped by the file that defines them.
  */
 #ifndef AIRLOCK_PROXY_CORE_H
@@ -19,10 +20,6 @@
 #include "sandbox.h"
 
 struct proxy_keys;
-
-/* proxy_globals.c: written by start-up only */
-extern struct airlock_config proxy_cfg;	/* loaded once, before anything else */
-extern struct audit_log *proxy_log;	/* NULL until opened, and after the end */
 
 /* proxy_threads.c: the worker threads */
 /*
@@ -75,47 +72,6 @@ int	proxy_state_read(struct proxy_state *st, char *err, size_t errlen);
  * reference, not installed; put it with proxy_keys_put()).  0, or -1 with err.
  */
 int	proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen);
-
-/* proxy_registry.c: the sandbox registry */
-/*
- * The registry: proxy_nreg entries, one reference each.  Read and written only
- * under the registry lock (proxy_reg_wrlock(), or within proxy_reg_foreach()).
- */
-extern struct proxy_sandbox **proxy_reg;
-extern size_t proxy_nreg;
-/*
- * A new reference-counted wrapper (1 reference) for p (taken over), or for the empty
- * policy if p is NULL; NULL if out of memory.  Released with proxy_policy_put().
- */
-struct proxy_policy *proxy_policy_new(struct policy *p);
-/* 1 if pp wraps the empty policy (no policy loaded), else 0. */
-int	proxy_policy_is_none(const struct proxy_policy *pp);
-/* Takes the registry's write lock (fatalx if it cannot), and releases it. */
-void	proxy_reg_wrlock(void);
-void	proxy_reg_unlock(void);
-/* Index of the sandbox called name, or -1.  Caller holds the lock. */
-ssize_t	proxy_reg_index(const char *name);
-/*
- * Takes entry i out of the registry and marks it dead.  Returns it with the
- * registry's reference, which the caller puts (after auditing).  Caller holds the
- * write lock.
- */
-struct proxy_sandbox *proxy_reg_take(size_t i);
-/* 1 if a and b describe the same sandbox (kind, interface, addresses), else 0. */
-int	proxy_sandbox_same(const struct sandbox *a, const struct sandbox *b);
-/*
- * A new registry entry (one reference) for sb with policy pp (taken over), NULL if
- * out of memory (pp then still the caller's).  Released with proxy_sandbox_put().
- */
-struct proxy_sandbox *proxy_sandbox_new(const struct sandbox *sb,
-	    struct proxy_policy *pp);
-/* Drops and forgets every sandbox (at exit). */
-void	proxy_reg_clear(void);
-/*
- * Calls fn(ps, arg) for every entry under the read lock (fn must not take the
- * registry lock).  0, or -1 if the lock cannot be taken.
- */
-int	proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg);
 
 /* proxy_reload.c: reload and the control commands */
 /*

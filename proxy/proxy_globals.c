@@ -4,7 +4,6 @@
  * reaches up into start-up for them.
  */
 #include "proxy_globals.h"
-#include "proxy_core.h"
 
 struct airlock_config proxy_cfg;
 struct audit_log *proxy_log;

@@ -29,7 +29,13 @@ proxy_fmt(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* proxy_globals.c: the configuration and the audit log (for the process lifetime) */
+/*
+ * proxy_globals.c: the configuration and the audit log.  The variables are written
+ * by start-up only (proxy.c, proxy_core.h's files); everyone else reads them
+ * through the functions, valid for the process lifetime.
+ */
+extern struct airlock_config proxy_cfg;	/* loaded once, before anything else */
+extern struct audit_log *proxy_log;	/* NULL until opened, and after the end */
 const struct airlock_config *proxy_config(void);
 struct audit_log *proxy_audit(void);
 

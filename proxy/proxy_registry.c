@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "proxy_core.h"
 #include "proxy_dns_sb.h"
+#include "proxy_globals.h"
 #include "proxy_keys.h"
 #include "proxy_map.h"
 #include "proxy_registry.h"

@@ -7,6 +7,8 @@
 #ifndef AIRLOCK_PROXY_REGISTRY_H
 #define AIRLOCK_PROXY_REGISTRY_H
 
+#include <sys/types.h>
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -157,5 +159,49 @@ int	proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *),
  */
 struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
 void	proxy_policy_put(struct proxy_policy *pp);
+
+/*
+ * For the core only (proxy.c, proxy_reload.c): building, changing and walking the
+ * registry, and its internals.
+ */
+/*
+ * The registry: proxy_nreg entries, one reference each.  Read and written only
+ * under the registry lock (proxy_reg_wrlock(), or within proxy_reg_foreach()).
+ */
+extern struct proxy_sandbox **proxy_reg;
+extern size_t proxy_nreg;
+/*
+ * A new reference-counted wrapper (1 reference) for p (taken over), or for the empty
+ * policy if p is NULL; NULL if out of memory.  Released with proxy_policy_put().
+ */
+struct proxy_policy *proxy_policy_new(struct policy *p);
+/* 1 if pp wraps the empty policy (no policy loaded), else 0. */
+int	proxy_policy_is_none(const struct proxy_policy *pp);
+/* Takes the registry's write lock (fatalx if it cannot), and releases it. */
+void	proxy_reg_wrlock(void);
+void	proxy_reg_unlock(void);
+/* Index of the sandbox called name, or -1.  Caller holds the lock. */
+ssize_t	proxy_reg_index(const char *name);
+/*
+ * Takes entry i out of the registry and marks it dead.  Returns it with the
+ * registry's reference, which the caller puts (after auditing).  Caller holds the
+ * write lock.
+ */
+struct proxy_sandbox *proxy_reg_take(size_t i);
+/* 1 if a and b describe the same sandbox (kind, interface, addresses), else 0. */
+int	proxy_sandbox_same(const struct sandbox *a, const struct sandbox *b);
+/*
+ * A new registry entry (one reference) for sb with policy pp (taken over), NULL if
+ * out of memory (pp then still the caller's).  Released with proxy_sandbox_put().
+ */
+struct proxy_sandbox *proxy_sandbox_new(const struct sandbox *sb,
+	    struct proxy_policy *pp);
+/* Drops and forgets every sandbox (at exit). */
+void	proxy_reg_clear(void);
+/*
+ * Calls fn(ps, arg) for every entry under the read lock (fn must not take the
+ * registry lock).  0, or -1 if the lock cannot be taken.
+ */
+int	proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg);
 
 #endif
