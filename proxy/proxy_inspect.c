@@ -147,6 +147,8 @@ struct proxy_inspect {
 	struct event		*pi_timer;	/* handshake deadline, then idle */
 	int			 pi_client_up;
 	int			 pi_server_up;
+	int			 pi_h2_wait;	/* the VM offered h2: its handshake
+						   waits for the upstream's */
 	const char		*pi_fail;	/* upstream refused: reason code */
 	char			 pi_fail_why[128];
 	enum pi_req_state	 pi_rq;
@@ -179,6 +181,7 @@ struct proxy_inspect {
 
 static void	pi_run(struct proxy_conn *);
 static void	pi_closing(struct proxy_conn *);
+static void	proxy_inspect_free(struct proxy_conn *);
 static void	pi_client_read(struct bufferevent *, void *);
 static void	pi_client_write(struct bufferevent *, void *);
 static void	pi_client_event(struct bufferevent *, short, void *);
@@ -838,6 +841,42 @@ pi_response_body(struct proxy_conn *c)
 }
 
 /*
+ * HTTP/2 (proxy_h2.c).  A VM that offered h2 starts its handshake only once the
+ * upstream's is done: h2 may be chosen towards it only when the origin verified
+ * and chose h2 (so the HTTP/2 engine speaks HTTP/2 both ways; anything else is
+ * HTTP/1.1 both ways, through this engine).
+ */
+static void
+pi_h2_release(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+
+	if (!pi->pi_h2_wait)
+		return;
+	pi->pi_h2_wait = 0;
+	proxy_tls_server_allow_h2(bufferevent_openssl_get_ssl(c->pc_client),
+	    c->pc_server != NULL && pi->pi_fail == NULL &&
+	    proxy_tls_alpn_is_h2(bufferevent_openssl_get_ssl(c->pc_server)));
+	/* Both were left disabled: enabled, they would read the hello at once. */
+	bufferevent_enable(bufferevent_get_underlying(c->pc_client),
+	    EV_READ | EV_WRITE);
+	bufferevent_enable(c->pc_client, EV_READ | EV_WRITE);
+	bufferevent_trigger(bufferevent_get_underlying(c->pc_client), EV_READ,
+	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Both sides chose h2: the HTTP/2 engine takes c, this one lets go. */
+static void
+pi_h2_takeover(struct proxy_conn *c)
+{
+	if (proxy_h2_start(c, &c->pc_inspect->pi_tc) == -1) {
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
+		return;
+	}
+	proxy_inspect_free(c);
+}
+
+/*
  * The driver: makes what progress the buffered bytes allow.
  */
 static void
@@ -853,6 +892,12 @@ pi_run(struct proxy_conn *c)
 			if (!pi->pi_client_up || (!pi->pi_server_up &&
 			    pi->pi_fail == NULL))
 				return;
+			if (pi->pi_server_up && c->pc_proto == POLICY_PROTO_TLS &&
+			    proxy_tls_alpn_is_h2(bufferevent_openssl_get_ssl(
+			    c->pc_client))) {
+				pi_h2_takeover(c);
+				return;
+			}
 			pi->pi_rq = PI_REQ_HEAD;
 			progress = 1;
 			break;
@@ -1199,6 +1244,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		return -1;
 	}
 	X509_free(leaf);
+	pi->pi_h2_wait = proxy_h2_offered(c);
 	f = bufferevent_openssl_filter_new(w->pw_base, c->pc_client, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE |
 	    BEV_OPT_DEFER_CALLBACKS);
@@ -1207,14 +1253,24 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
-	/* The filter owns the socket bufferevent (and ssl) from here. */
-	if (pi_client_attach(c, f, EV_READ | EV_WRITE) == -1) {
+	/*
+	 * The filter owns the socket bufferevent (and ssl) from here.  Waiting for
+	 * the upstream (h2 offered), the socket side stays off: its first write
+	 * event would start the handshake (libevent's handshake callback).
+	 */
+	if (pi->pi_h2_wait)
+		bufferevent_disable(c->pc_client, EV_READ | EV_WRITE);
+	if (pi_client_attach(c, f, pi->pi_h2_wait ? 0 : EV_READ | EV_WRITE) == -1) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
-	/* The ClientHello is already buffered: start the handshake on it now. */
-	bufferevent_trigger(bufferevent_get_underlying(f), EV_READ,
-	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	/*
+	 * The ClientHello is already buffered: start the handshake on it now, or,
+	 * when it offers h2, once the upstream's is done (pi_h2_release).
+	 */
+	if (!pi->pi_h2_wait)
+		bufferevent_trigger(bufferevent_get_underlying(f), EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 	/* And the upstream in parallel: the core dials (proxy_inspect_server_bev()). */
 	return 0;
 }
@@ -1237,6 +1293,10 @@ proxy_inspect_server_bev(struct proxy_conn *c)
 	if ((ssl = proxy_tls_client_new(c->pc_worker->pw_tls_out, c->pc_name,
 	    &pi->pi_tc)) == NULL)
 		return NULL;
+	if (pi->pi_h2_wait && proxy_tls_client_offer_h2(ssl) == -1) {
+		SSL_free(ssl);
+		return NULL;
+	}
 	bev = bufferevent_openssl_socket_new(c->pc_worker->pw_base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
 	    BEV_OPT_DEFER_CALLBACKS);
@@ -1268,6 +1328,7 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 			c->pc_state = PC_INSPECT;
 			pi_server_attach(c);
 		}
+		pi_h2_release(c);
 		pi_run(c);
 		return;
 	}
@@ -1299,6 +1360,7 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	bufferevent_free(c->pc_server);
 	c->pc_server = NULL;
 	c->pc_state = PC_INSPECT;
+	pi_h2_release(c);
 	pi_run(c);
 }
 

@@ -96,11 +96,11 @@ rq_record(struct proxy_req *r, struct audit_record *ar, char *src, size_t srclen
 	ar->ar_tls = c->pc_proto == POLICY_PROTO_TLS ? "inspect" : NULL;
 	ar->ar_method = r->rq_method[0] != '\0' ? r->rq_method : NULL;
 	ar->ar_path = r->rq_path;
-	if (r->rq_stream != 0) {
+	if (r->rq_stream != 0)
 		kv[n++] = (struct audit_kv){ .ak_key = "protocol", .ak_str = "h2" };
+	if (r->rq_stream > 0)
 		kv[n++] = (struct audit_kv){ .ak_key = "stream",
 		    .ak_num = r->rq_stream };
-	}
 	return n;
 }
 

@@ -34,7 +34,8 @@ struct scan_redact;
 struct proxy_req {
 	struct proxy_conn	*rq_conn;
 	struct proxy_keys	*rq_keys;	/* the engine's, in force at the head */
-	int32_t			 rq_stream;	/* HTTP/2 stream id; 0: HTTP/1.1 */
+	int32_t			 rq_stream;	/* HTTP/2 stream id; 0: HTTP/1.1,
+						   -1: HTTP/2, the connection */
 	struct proxy_policy	*rq_pp;		/* policy that decided it (held) */
 	const struct policy_rule *rq_rule;
 	int			 rq_would_deny;
