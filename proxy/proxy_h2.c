@@ -1507,15 +1507,19 @@ h2_timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct timeval now, d, tv;
 
 	if (h2->h2_closing) {
+		/* The GOAWAY's flush: polled, as the TLS filter's socket side. */
 		tv.tv_sec = 0;
 		tv.tv_usec = 20 * 1000;
 		if (proxy_req_ms(&h2->h2_closing_since) > H2_CLOSE_WAIT * 1000) {
 			proxy_conn_close(c, NULL, 1);
 			return;
 		}
-		h2_write_cb(c->pc_client, c);
-		if (c->pc_h2 != NULL)
-			evtimer_add(h2->h2_timer, &tv);
+		if (h2_flushed(c) && !nghttp2_session_want_write(h2->h2_vm)) {
+			proxy_conn_close(c, NULL, 0);
+			return;
+		}
+		evtimer_add(h2->h2_timer, &tv);
+		h2_run(c);	/* may close c: nothing after it */
 		return;
 	}
 	event_base_gettimeofday_cached(c->pc_worker->pw_base, &now);
@@ -1666,7 +1670,12 @@ proxy_h2_start(struct proxy_conn *c, const struct proxy_tls_check *tc)
 	if (h2_attach(c, tc) == -1)
 		return -1;
 	c->pc_state = PC_INSPECT;
-	h2_run(c);
+	/*
+	 * The first run is deferred: the caller still lets go of its own state, and
+	 * a run may close c.  The VM's preface may be buffered already.
+	 */
+	bufferevent_trigger(c->pc_client, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
+	    BEV_TRIG_DEFER_CALLBACKS);
 	return 0;
 }
 

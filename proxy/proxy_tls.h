@@ -37,7 +37,7 @@ int	 proxy_tls_server_set_leaf(SSL *ssl, X509 *leaf, EVP_PKEY *key);
 /*
  * HTTP/2 (proxy_h2.c).  A server SSL may choose h2 from the VM's offer only once
  * marked so (before its handshake); an upstream SSL offers h2 and http/1.1
- * (before its handshake); which protocol an SSL's handshake chose; the check
+ * (before its handshake); whether an SSL's handshake chose h2 (NULL: no); the check
  * struct an upstream SSL reports to moves (the engine that owns it changed).
  */
 void	 proxy_tls_server_allow_h2(SSL *ssl, int on);
