@@ -48,7 +48,8 @@
  * (SETTINGS_ENABLE_CONNECT_PROTOCOL is not sent), so :protocol is malformed and
  * a WebSocket client uses HTTP/1.1 instead.  Server push is off both ways.
  *
- * Floods: at most H2_STREAMS concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS),
+ * Floods (the defaults below; a policy's limits.h2_* may lower them): at most
+ * H2_STREAMS concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS),
  * a field list of 32 KiB (SETTINGS_MAX_HEADER_LIST_SIZE, and counted here), at most
  * H2_CONTINUATIONS CONTINUATION frames per field block (CVE-2024-27316), stream
  * resets by the VM held to H2_RESETS_PER_SECOND (CVE-2023-44487: nghttp2's rate
@@ -66,7 +67,7 @@
  * stream stays within a window.
  *
  * Not here (yet): one upstream connection per VM connection (no sharing across VM
- * connections); the flood limits are fixed, not per policy.
+ * connections); a reload's new h2_streams applies to new connections only.
  *
  * Test seam: proxy_h2_attach_test (tests/fuzz/fuzz_h2.c), both ends in memory.
  */
@@ -100,12 +101,12 @@
 #include "proxy_scan.h"
 #include "proxy_tls.h"
 
-#define H2_STREAMS		100	/* concurrent streams from the VM */
+#define H2_STREAMS		POLICY_H2_LIMIT_MAX	/* concurrent streams */
 #define H2_HEADER_LIST_MAX	HTTP_HEAD_MAX	/* as an HTTP/1.1 head */
 #define H2_FIELDS_MAX		(HTTP_FIELDS_MAX + 5)	/* and its pseudo fields */
 #define H2_CONTINUATIONS	8	/* CONTINUATION frames per field block */
-#define H2_RESETS_PER_SECOND	100	/* RST_STREAM from the VM */
-#define H2_CONTROL_PER_SECOND	100	/* SETTINGS, PING, empty DATA, each */
+#define H2_RESETS_PER_SECOND	POLICY_H2_LIMIT_MAX	/* RST_STREAM from the VM */
+#define H2_CONTROL_PER_SECOND	POLICY_H2_LIMIT_MAX	/* SETTINGS, PING, empty DATA */
 #define H2_WINDOW		(256 * 1024)	/* stream window we give the VM */
 #define H2_CLOSE_WAIT		5	/* seconds to flush a GOAWAY */
 
@@ -299,8 +300,17 @@ h2_goaway(struct proxy_h2 *h2, uint32_t code, const char *reason)
 		evtimer_add(h2->h2_timer, &tv);
 }
 
+/* A policy's HTTP/2 limit l (0: ours, def; it may only lower it). */
+static uint32_t
+h2_limit(uint32_t l, uint32_t def)
+{
+	return l == 0 || l > def ? def : l;
+}
+
 /*
- * Per-second counters of control frames; over the limit: GOAWAY.  0 or -1.
+ * Per-second counters of control frames and resets, against the limits of the
+ * policy in force (pc_limits: copied at the decision and every recheck); over
+ * one: GOAWAY.  0 or -1.
  */
 static int
 h2_flood(struct proxy_h2 *h2, unsigned int *counter)
@@ -313,7 +323,9 @@ h2_flood(struct proxy_h2 *h2, unsigned int *counter)
 		h2->h2_nsettings = h2->h2_npings = h2->h2_nempty = 0;
 		h2->h2_nresets = 0;
 	}
-	if (++*counter <= H2_CONTROL_PER_SECOND)
+	if (++*counter <= h2_limit(counter == &h2->h2_nresets ?
+	    h2->h2_conn->pc_limits.pl_h2_resets_per_second :
+	    h2->h2_conn->pc_limits.pl_h2_control_per_second, H2_CONTROL_PER_SECOND))
 		return 0;
 	h2_goaway(h2, NGHTTP2_ENHANCE_YOUR_CALM, PR_STR(RATE_LIMITED));
 	return -1;
@@ -1545,7 +1557,8 @@ h2_sessions(struct proxy_h2 *h2)
 	nghttp2_session_callbacks *cb = NULL;
 	nghttp2_option *opt = NULL;
 	nghttp2_settings_entry vm_set[] = {
-		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_STREAMS },
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h2_limit(
+		    h2->h2_conn->pc_limits.pl_h2_streams, H2_STREAMS) },
 		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, H2_HEADER_LIST_MAX },
 		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_WINDOW },
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },

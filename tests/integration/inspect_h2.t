@@ -217,6 +217,29 @@ for t in rapid-reset continuation-flood settings-flood ping-flood empty-data-flo
 	*) ok 1 "$t: refused (got '$out')" ;;
 	esac
 done
+# A policy's limits lower the HTTP/2 defaults (never raise them).
+pn_vm V2 1
+cat >"$T/low.json" <<'EOF'
+{ "policy": "h2-low", "rules": [ { "id": "h2", "host": "h2.test", "tls": "inspect" } ],
+  "limits": { "h2_streams": 5, "h2_resets_per_second": 10 } }
+EOF
+cat >"$T/high.json" <<'EOF'
+{ "policy": "h2-high", "rules": [ { "id": "h2", "host": "h2.test", "tls": "inspect" } ],
+  "limits": { "h2_streams": 1000 } }
+EOF
+! inH "$AIRLOCK" --config "$T/airlock.json" policy check "$T/high.json" >/dev/null 2>&1
+ok $? "limits.h2_streams above airlock's own 100: the policy does not load"
+inH "$AIRLOCK" --config "$T/airlock.json" net attach t2 --policy "$T/low.json" \
+    --iface vh1 --guest-ip "$(pn_guest 1)" >/dev/null 2>&1
+inH "$AIRLOCK" --config "$T/airlock.json" ca cert t2 >"$T/ca-t2.pem" 2>/dev/null
+M2=$(pn_mapped "$V2" h2.test)
+raw2() { ip netns exec "$V2" timeout 20 $PY tests/tools/h2raw.py "$M2" h2.test "$T/ca-t2.pem" "$@" 2>&1 | tail -1; }
+out=$(raw2 streams-over-limit)
+[ "$out" = "refused REFUSED_STREAM (stream 11)" ]
+ok $? "limits.h2_streams 5: the sixth concurrent stream is refused ($out)"
+out=$(raw2 rapid-reset)
+[ "$out" = "goaway ENHANCE_YOUR_CALM" ]
+ok $? "limits.h2_resets_per_second 10: rapid reset ends sooner ($out)"
 out=$(raw after-flood 2>&1)
 [ "$out" = "status 200" ]
 ok $? "the daemon still answers a well-behaved HTTP/2 client ($out)"
