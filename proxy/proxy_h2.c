@@ -166,7 +166,6 @@ struct proxy_h2 {
 	int			 h2_nconts;	/* CONTINUATIONs of this block */
 	time_t			 h2_sec;	/* the second the counters count */
 	unsigned int		 h2_nsettings, h2_npings, h2_nempty, h2_nresets;
-	int			 h2_test;	/* in-memory (no TLS to ask) */
 };
 
 static void	h2_run(struct proxy_conn *);
@@ -1761,7 +1760,6 @@ proxy_h2_attach_test(struct proxy_conn *c, struct bufferevent *vm,
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
-	c->pc_h2->h2_test = 1;
 	c->pc_state = PC_INSPECT;
 	h2_run(c);
 	return 0;

@@ -107,10 +107,10 @@ struct ssl_ctx_st;
  * mode and calls pm_start; the dial and the core call the mode only through these.
  */
 struct proxy_mode {
-	const char	*pm_name;	/* "splice", "inspect" */
+	const char	*pm_name;	/* "splice", "inspect", "h2" */
 	/*
 	 * c was allowed: get ready.  0: the core dials (proxy_conn_dial()); -1: c
-	 * was closed.
+	 * was closed.  NULL for h2, which inspect hands a connection over to.
 	 */
 	int		(*pm_start)(struct proxy_conn *c);
 	/* The unconnected upstream bufferevent the dial connects, or NULL. */
