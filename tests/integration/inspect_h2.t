@@ -197,6 +197,11 @@ for t in connection-field te-gzip upper-name crlf-value nul-value cl-mismatch \
 	*) ok 1 "malformed $t: RST_STREAM PROTOCOL_ERROR (got '$out')" ;;
 	esac
 done
+out=$(raw host-twice 2>&1)
+case "$out" in
+"status 421"|"reset PROTOCOL_ERROR") ok 0 "a second host field disagreeing with :authority: refused ($out)" ;;
+*) ok 1 "a second host field disagreeing with :authority: refused (got '$out')" ;;
+esac
 out=$(raw connect 2>&1)
 case "$out" in
 "status 405"*) ok 0 "CONNECT: refused (405)" ;;

@@ -66,6 +66,8 @@ def cases():
     }
     if case in smuggle:
         return headers(1, smuggle[case])
+    if case == "host-twice":
+        return headers(1, b + [("host", name), ("host", "evil.test")])
     if case == "connect":
         return headers(1, [(":method", "CONNECT"), (":authority", name + ":443")],
                        end=False)
