@@ -275,11 +275,22 @@ h2_touch(struct proxy_h2 *h2)
  * The connection misbehaves as a whole (a flood): GOAWAY with code, audited, then
  * closed once it is flushed.
  */
+/* No more streams: the flush of what is queued is polled, then c closes. */
+static void
+h2_closing(struct proxy_h2 *h2)
+{
+	struct timeval tv = { 0, 20 * 1000 };
+
+	h2->h2_closing = 1;
+	evutil_gettimeofday(&h2->h2_closing_since, NULL);
+	if (h2->h2_timer != NULL)
+		evtimer_add(h2->h2_timer, &tv);
+}
+
 static void
 h2_goaway(struct proxy_h2 *h2, uint32_t code, const char *reason)
 {
 	struct proxy_conn *c = h2->h2_conn;
-	struct timeval tv = { 0, 20 * 1000 };
 
 	if (h2->h2_closing)
 		return;
@@ -291,12 +302,9 @@ h2_goaway(struct proxy_h2 *h2, uint32_t code, const char *reason)
 		log_info("connection %llu: HTTP/2 %s", (unsigned long long)c->pc_id,
 		    reason);
 	}
-	h2->h2_closing = 1;
-	evutil_gettimeofday(&h2->h2_closing_since, NULL);
 	(void)nghttp2_submit_goaway(h2->h2_vm, NGHTTP2_FLAG_NONE,
 	    nghttp2_session_get_last_proc_stream_id(h2->h2_vm), code, NULL, 0);
-	if (h2->h2_timer != NULL)
-		evtimer_add(h2->h2_timer, &tv);
+	h2_closing(h2);
 }
 
 /* A policy's HTTP/2 limit l (0: ours, def; it may only lower it). */
@@ -1048,7 +1056,7 @@ vm_frame_send(nghttp2_session *s, const nghttp2_frame *fr, void *arg)
 			proxy_req_init(&r, h2->h2_conn, h2->h2_keys, -1);
 			proxy_req_audit(&r, PR_STR(RATE_LIMITED), -1);
 		}
-		h2_goaway(h2, fr->goaway.error_code, NULL);
+		h2_closing(h2);		/* nghttp2's own GOAWAY: not a second one */
 		return 0;
 	}
 	if (fr->hd.type != NGHTTP2_RST_STREAM ||
@@ -1145,6 +1153,11 @@ h2_response_trailers(struct h2_stream *hs)
 	size_t i;
 	int rc = 0;
 
+	if (f->hf_bad != NULL) {
+		/* Trailers over the limits are never cut short quietly. */
+		h2_reset(hs, NGHTTP2_INTERNAL_ERROR, PR_STR(UPSTREAM_HTTP_MALFORMED));
+		return -1;
+	}
 	memset(&out, 0, sizeof(out));
 	for (i = 0; i < f->hf_n && rc == 0; i++) {
 		if (hs->hs_r.rq_redact && scan_find(hs->hs_keys->pk_val_set,
