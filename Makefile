@@ -20,7 +20,7 @@ ifeq ($(SAN),1)
 O	:= build-san
 endif
 
-PKGS	:= libevent libevent_openssl libevent_pthreads openssl jansson libnftnl libmnl libvirt libpsl
+PKGS	:= libevent libevent_openssl libevent_pthreads openssl jansson libnftnl libmnl libvirt libpsl libnghttp2
 
 WARN	:= -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Werror

@@ -60,7 +60,12 @@ struct policy_limits {
 	uint32_t	pl_requests_per_second;
 	uint64_t	pl_bytes_per_second;
 	uint32_t	pl_connections_per_second;
+	/* HTTP/2 flood limits (proxy_h2.c): 0 is the default, a value lowers it */
+	uint32_t	pl_h2_streams;		/* concurrent streams (100) */
+	uint32_t	pl_h2_resets_per_second;	/* RST_STREAM from the VM (100) */
+	uint32_t	pl_h2_control_per_second;	/* SETTINGS, PING, empty DATA (100) */
 };
+#define POLICY_H2_LIMIT_MAX	100	/* the default and highest of each */
 
 struct policy {
 	char		*p_name;	/* "policy" */

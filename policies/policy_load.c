@@ -701,7 +701,8 @@ static const char *const pl_http_keys[] = { "methods", "paths", "websocket",
 static const char *const pl_inject_keys[] = { "secret", "header", "value",
     NULL };
 static const char *const pl_limit_keys[] = { "connections",
-    "connections_per_second", "requests_per_second", "bytes_per_second", NULL };
+    "connections_per_second", "requests_per_second", "bytes_per_second",
+    "h2_streams", "h2_resets_per_second", "h2_control_per_second", NULL };
 
 /* Header names a policy may not set: hop-by-hop, framing, routing. */
 static const char *const pl_bad_headers[] = { "host", "content-length",
@@ -715,6 +716,7 @@ pl_limits(struct pl_ctx *c, json_t *obj, struct policy_limits *l)
 	json_int_t v;
 	size_t i;
 	uint64_t max;
+	int h2;
 
 	if (!json_is_object(obj)) {
 		pl_err(c, "must be an object, not %s", pl_type(obj));
@@ -730,12 +732,14 @@ pl_limits(struct pl_ctx *c, json_t *obj, struct policy_limits *l)
 			continue;
 		}
 		v = json_integer_value(j);
+		/* The HTTP/2 ones may only lower airlock's own limit (0: keep it). */
+		h2 = strncmp(pl_limit_keys[i], "h2_", 3) == 0;
 		max = strcmp(pl_limit_keys[i], "bytes_per_second") == 0 ?
-		    (uint64_t)INT64_MAX : UINT32_MAX;
+		    (uint64_t)INT64_MAX : h2 ? POLICY_H2_LIMIT_MAX : UINT32_MAX;
 		if (v < 0 || (uint64_t)v > max) {
 			pl_err_key(c, pl_limit_keys[i],
-			    "must be between 0 and %llu (0: unlimited)",
-			    (unsigned long long)max);
+			    "must be between 0 and %llu (0: %s)",
+			    (unsigned long long)max, h2 ? "the default" : "unlimited");
 			continue;
 		}
 		if (strcmp(pl_limit_keys[i], "connections") == 0)
@@ -744,6 +748,12 @@ pl_limits(struct pl_ctx *c, json_t *obj, struct policy_limits *l)
 			l->pl_connections_per_second = (uint32_t)v;
 		else if (strcmp(pl_limit_keys[i], "requests_per_second") == 0)
 			l->pl_requests_per_second = (uint32_t)v;
+		else if (strcmp(pl_limit_keys[i], "h2_streams") == 0)
+			l->pl_h2_streams = (uint32_t)v;
+		else if (strcmp(pl_limit_keys[i], "h2_resets_per_second") == 0)
+			l->pl_h2_resets_per_second = (uint32_t)v;
+		else if (strcmp(pl_limit_keys[i], "h2_control_per_second") == 0)
+			l->pl_h2_control_per_second = (uint32_t)v;
 		else
 			l->pl_bytes_per_second = (uint64_t)v;
 	}

@@ -117,11 +117,10 @@
 #include "proxy_scan.h"
 #include "proxy_tls.h"
 #include "proxy_reason.h"
+#include "proxy_request.h"
 
 #define PI_HANDSHAKE_TIMEOUT	10	/* seconds for the VM's handshake */
 #define PI_CHUNK_MAX		(64 * 1024)	/* bytes taken from a buffer at once */
-#define PI_IDS_MAX		16
-#define PI_INJECT_MAX		16	/* inject entries of a rule (policy) */
 #define PI_BODY_TEXT_MAX	512
 #define PI_CLOSE_WAIT		5	/* seconds to flush before closing */
 #define PI_READ_HIGH		(256 * 1024)	/* input buffered per side */
@@ -148,6 +147,8 @@ struct proxy_inspect {
 	struct event		*pi_timer;	/* handshake deadline, then idle */
 	int			 pi_client_up;
 	int			 pi_server_up;
+	int			 pi_h2_wait;	/* the VM offered h2: its handshake
+						   waits for the upstream's */
 	const char		*pi_fail;	/* upstream refused: reason code */
 	char			 pi_fail_why[128];
 	enum pi_req_state	 pi_rq;
@@ -160,19 +161,7 @@ struct proxy_inspect {
 	struct http_chunked	 pi_req_ch;
 	uint64_t		 pi_req_left;
 	struct scan_stream	 pi_req_scan;
-	struct proxy_policy	*pi_pp;		/* policy that decided it */
-	const struct policy_rule *pi_rule;
-	int			 pi_would_deny;
-	char			 pi_wd_reason[32];
-	char			 pi_method[HTTP_METHOD_MAX + 1];
-	char			*pi_path;	/* for the audit record */
-	const char		*pi_inject[AUDIT_INJECT_MAX + 1];
-	size_t			 pi_ninject;
-	int			 pi_redact;	/* this rule carries secrets */
-	int			 pi_websocket;
-	struct timeval		 pi_t0;
-	uint64_t		 pi_up;
-	uint64_t		 pi_down;
+	struct proxy_req	 pi_r;		/* decision, record (proxy_request.h) */
 	int			 pi_keepalive;	/* both sides may go on */
 
 	/* the response in progress */
@@ -182,11 +171,8 @@ struct proxy_inspect {
 	struct http_chunked	 pi_res_ch;
 	uint64_t		 pi_res_left;
 	enum http_framing	 pi_out_framing;	/* towards the VM */
-	int			 pi_status;
 	struct scan_redact	*pi_redactor;	/* bodies */
 	struct scan_redact	*pi_hredactor;	/* header values */
-	uint64_t		 pi_redacted;
-	int			 pi_redacted_id;	/* a secret that was redacted */
 	int			 pi_server_eof;
 	int			 pi_client_eof;
 	struct http_buf		 pi_out;	/* scratch, wiped */
@@ -195,6 +181,7 @@ struct proxy_inspect {
 
 static void	pi_run(struct proxy_conn *);
 static void	pi_closing(struct proxy_conn *);
+static void	proxy_inspect_free(struct proxy_conn *);
 static void	pi_client_read(struct bufferevent *, void *);
 static void	pi_client_write(struct bufferevent *, void *);
 static void	pi_client_event(struct bufferevent *, short, void *);
@@ -205,66 +192,17 @@ static void	pi_server_write(struct bufferevent *, void *);
  * Small helpers.
  */
 
-static long long
-pi_ms(const struct timeval *t0)
-{
-	struct timeval now, d;
-
-	evutil_gettimeofday(&now, NULL);
-	evutil_timersub(&now, t0, &d);
-	return (long long)d.tv_sec * 1000 + d.tv_usec / 1000;
-}
-
-static char *
-pi_strndup(const uint8_t *buf, const struct http_span *s)
-{
-	char *p;
-
-	if ((p = malloc(s->len + 1)) == NULL)
-		return NULL;
-	memcpy(p, buf + s->off, s->len);
-	p[s->len] = '\0';
-	return p;
-}
-
 static const char *
 pi_sandbox(const struct proxy_conn *c)
 {
-	return c->pc_sandbox != NULL ? c->pc_sandbox->ps_rec.sb_name : "-";
+	return proxy_req_sandbox(c);
 }
 
-/* The request record: method, path, status, bytes, time, rule, injected names. */
+/* The request record (proxy_request.c). */
 static void
 pi_audit_request(struct proxy_conn *c, const char *reason, int status)
 {
-	struct proxy_inspect *pi = c->pc_inspect;
-	struct audit_record r = AUDIT_RECORD_INIT;
-	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
-
-	r.ar_event = AUDIT_EV_REQUEST;
-	r.ar_sandbox = pi_sandbox(c);
-	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
-	snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
-	r.ar_dst = dst;
-	r.ar_tls = c->pc_proto == POLICY_PROTO_TLS ? "inspect" : NULL;
-	r.ar_method = pi->pi_method[0] != '\0' ? pi->pi_method : NULL;
-	r.ar_path = pi->pi_path;
-	r.ar_status = status;
-	r.ar_decision = reason != NULL ? "deny" : "allow";
-	r.ar_rule = pi->pi_rule != NULL ? pi->pi_rule->pr_id :
-	    (c->pc_rule[0] != '\0' ? c->pc_rule : NULL);
-	r.ar_reason = reason != NULL ? reason :
-	    (pi->pi_would_deny ? pi->pi_wd_reason : NULL);
-	r.ar_would_deny = reason == NULL && pi->pi_would_deny;
-	pi->pi_inject[pi->pi_ninject] = NULL;
-	r.ar_inject = pi->pi_ninject > 0 ? pi->pi_inject : NULL;
-	r.ar_bytes_up = (long long)pi->pi_up;
-	r.ar_bytes_down = (long long)pi->pi_down;
-	r.ar_ms = pi_ms(&pi->pi_t0);
-	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
-	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
-		log_warn("audit write (connection %llu)",
-		    (unsigned long long)c->pc_id);
+	proxy_req_audit(&c->pc_inspect->pi_r, reason, status);
 }
 
 /* An exfil record: a placeholder blocked, or a secret's value redacted. */
@@ -272,36 +210,7 @@ static void
 pi_audit_exfil(struct proxy_conn *c, const char *reason, int id, const char *where,
     long long count)
 {
-	struct proxy_inspect *pi = c->pc_inspect;
-	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[3];
-	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
-	size_t n = 0;
-
-	r.ar_event = AUDIT_EV_EXFIL;
-	r.ar_sandbox = pi_sandbox(c);
-	r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src, sizeof(src));
-	snprintf(dst, sizeof(dst), "%s:%u", c->pc_name, c->pc_dport);
-	r.ar_dst = dst;
-	r.ar_tls = c->pc_proto == POLICY_PROTO_TLS ? "inspect" : NULL;
-	r.ar_method = pi->pi_method[0] != '\0' ? pi->pi_method : NULL;
-	r.ar_path = pi->pi_path;
-	/* A redaction lets the (redacted) response through: no decision. */
-	r.ar_decision = count > 0 ? NULL : "deny";
-	r.ar_rule = pi->pi_rule != NULL ? pi->pi_rule->pr_id : NULL;
-	r.ar_reason = reason;
-	if (proxy_keys_secret_name(pi->pi_keys, id) != NULL)
-		kv[n++] = (struct audit_kv){ .ak_key = "secret",
-		    .ak_str = proxy_keys_secret_name(pi->pi_keys, id) };
-	if (where != NULL)
-		kv[n++] = (struct audit_kv){ .ak_key = "where", .ak_str = where };
-	if (count > 0)
-		kv[n++] = (struct audit_kv){ .ak_key = "count", .ak_num = count };
-	r.ar_extra = kv;
-	r.ar_nextra = n;
-	if (proxy_audit() != NULL && audit_write(proxy_audit(), &r) == -1)
-		log_warn("audit write (connection %llu)",
-		    (unsigned long long)c->pc_id);
+	proxy_req_audit_exfil(&c->pc_inspect->pi_r, reason, id, where, count);
 }
 
 /* Forgets the request in progress (after its record was written). */
@@ -312,22 +221,8 @@ pi_request_reset(struct proxy_inspect *pi)
 	pi->pi_head = NULL;
 	free(pi->pi_rhead);
 	pi->pi_rhead = NULL;
-	free(pi->pi_path);
-	pi->pi_path = NULL;
-	if (pi->pi_pp != NULL)
-		proxy_policy_put(pi->pi_pp);
-	pi->pi_pp = NULL;
-	pi->pi_rule = NULL;
-	pi->pi_would_deny = 0;
-	pi->pi_method[0] = '\0';
-	pi->pi_ninject = 0;
-	pi->pi_redact = 0;
-	pi->pi_websocket = 0;
-	pi->pi_up = pi->pi_down = 0;
+	proxy_req_reset(&pi->pi_r);
 	pi->pi_hfind = pi->pi_rfind = 0;
-	pi->pi_status = -1;
-	pi->pi_redacted = 0;
-	pi->pi_redacted_id = -1;
 	pi->pi_rs = PR_IDLE;
 	http_buf_free(&pi->pi_out);
 }
@@ -381,14 +276,14 @@ pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reas
 
 	if (pi->pi_rs == PR_BODY) {
 		/* Part of the response is out: all we can do is cut it. */
-		pi_audit_request(c, reason, pi->pi_status);
+		pi_audit_request(c, reason, pi->pi_r.rq_status);
 		proxy_conn_close(c, NULL, 1);
 		return;
 	}
 	n = snprintf(body, sizeof(body), "airlock: %s\n", text);
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)strlen(body);
-	pi->pi_status = status;
+	pi->pi_r.rq_status = status;
 	pi_audit_request(c, reason, status);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; "
 	    "charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n"
@@ -397,24 +292,17 @@ pi_refuse(struct proxy_conn *c, int status, const char *phrase, const char *reas
 	 * An answer to HEAD has no body (RFC 9110 9.3.2): the client would read it
 	 * as bytes after the response (pi_method is set once a head was parsed).
 	 */
-	if (strcmp(pi->pi_method, "HEAD") != 0)
+	if (strcmp(pi->pi_r.rq_method, "HEAD") != 0)
 		evbuffer_add(out, body, (size_t)n);
 	pi_request_reset(pi);
 	pi_closing(c);
 }
 
-/* A policy-style refusal: 403 with sandbox, policy, rule and reason in the text. */
+/* A refusal that proxy_request.c decided. */
 static void
-pi_deny(struct proxy_conn *c, const char *reason, const char *what)
+pi_refusal(struct proxy_conn *c, const struct proxy_refusal *rf)
 {
-	struct proxy_inspect *pi = c->pc_inspect;
-	char text[PI_BODY_TEXT_MAX - 16];
-
-	snprintf(text, sizeof(text), "%s denied by sandbox %s, policy %s, rule %s: "
-	    "%s", what, pi_sandbox(c), pi->pi_pp != NULL ?
-	    pi->pi_pp->pp_policy->p_name : "-", pi->pi_rule != NULL &&
-	    pi->pi_rule->pr_id != NULL ? pi->pi_rule->pr_id : "(none)", reason);
-	pi_refuse(c, 403, "Forbidden", reason, text);
+	pi_refuse(c, rf->rf_status, rf->rf_phrase, rf->rf_reason, rf->rf_text);
 }
 
 static const char *
@@ -441,11 +329,11 @@ pi_count(struct proxy_conn *c, int up, size_t n)
 	struct proxy_inspect *pi = c->pc_inspect;
 
 	if (up) {
-		pi->pi_up += n;
+		pi->pi_r.rq_up += n;
 		c->pc_up += n;
 		proxy_sandbox_count(c->pc_sandbox, PROXY_STAT_BYTES_UP, (int64_t)n);
 	} else {
-		pi->pi_down += n;
+		pi->pi_r.rq_down += n;
 		c->pc_down += n;
 		proxy_sandbox_count(c->pc_sandbox, PROXY_STAT_BYTES_DOWN, (int64_t)n);
 	}
@@ -477,447 +365,46 @@ pi_keys_refresh(struct proxy_inspect *pi)
 	pi->pi_redactor = pi->pi_hredactor = NULL;
 	proxy_keys_put(pi->pi_keys);
 	pi->pi_keys = k;
+	pi->pi_r.rq_keys = k;
 	pi->pi_tc.tc_keys = k;
 }
 
-/* Does the rule inject secret index id (and does the vault bind it to this host)? */
-static int
-pi_secret_allowed(struct proxy_conn *c, int id)
-{
-	struct proxy_inspect *pi = c->pc_inspect;
-	const struct proxy_secret *s;
-	size_t i;
-
-	if (id < 0 || (size_t)id >= pi->pi_keys->pk_nsecrets || pi->pi_rule == NULL ||
-	    c->pc_proto != POLICY_PROTO_TLS)
-		return 0;
-	s = &pi->pi_keys->pk_secrets[id];
-	for (i = 0; i < pi->pi_rule->pr_ninject; i++)
-		if (strcmp(pi->pi_rule->pr_inject[i].pi_secret, s->ps_name) == 0)
-			return proxy_secret_allows_host(s, c->pc_name);
-	return 0;
-}
-
 /*
- * The inject entry of the rule that puts secret id (any secret: id -1) into the
- * field called name[namelen], or -1.
- */
-static int
-pi_inject_entry(struct proxy_conn *c, int id, const uint8_t *name, size_t namelen)
-{
-	struct proxy_inspect *pi = c->pc_inspect;
-	const struct policy_rule *r = pi->pi_rule;
-	const char *h;
-	size_t i;
-
-	for (i = 0; r != NULL && i < r->pr_ninject && i < PI_INJECT_MAX; i++) {
-		h = r->pr_inject[i].pi_header;
-		if ((id < 0 || strcmp(r->pr_inject[i].pi_secret,
-		    pi->pi_keys->pk_secrets[id].ps_name) == 0) &&
-		    strlen(h) == namelen && strncasecmp(h, (const char *)name,
-		    namelen) == 0)
-			return (int)i;
-	}
-	return -1;
-}
-
-/*
- * The header-value hook of http_request_rewrite(): in a field that an inject entry
- * names (and the VM wrote with the placeholder: the others are replaced by the
- * template), placeholders become values.  pi_head_placeholders() has refused
- * every placeholder that may not be replaced; any other field is kept as it is.
- */
-static int
-pi_subst_value(void *arg, const uint8_t *name, size_t namelen,
-    const uint8_t *value, size_t valuelen, struct http_buf *out)
-{
-	struct proxy_conn *c = arg;
-	struct proxy_inspect *pi = c->pc_inspect;
-
-	if (pi_inject_entry(c, -1, name, namelen) == -1)
-		return 0;
-	return scan_subst_value(pi->pi_keys->pk_ph_set, value, valuelen, out, NULL,
-	    0) == -1 ? -1 : 1;
-}
-
-/*
- * Every placeholder in the request's header fields, before the head is rewritten:
- * the only place one may stand is a field that the rule injects that same secret
- * into, with the vault binding the secret to this host; there it is replaced in
- * place (Basic credentials decoded and re-encoded), and the rule's template is not
- * used for that field.  Anywhere else -- a field name, another field, another
- * secret, an encoded form -- it is refused: 0 with *supplied the inject entries
- * (bits) whose field the VM wrote with its placeholder, or -1 with *why and *id
- * (the secret, or -1 when unknown).
- */
-static int
-pi_head_placeholders(struct proxy_conn *c, const uint8_t *h,
-    const struct http_request *rq, const char **why, int *id, uint32_t *supplied)
-{
-	struct proxy_inspect *pi = c->pc_inspect;
-	const struct scan_set *set = pi->pi_keys->pk_ph_set;
-	struct http_buf scratch = HTTP_BUF_INIT;
-	struct scan_match m;
-	const struct http_field *f;
-	int ids[PI_IDS_MAX], n, rc = 0, e;
-	size_t i, k;
-
-	*why = NULL;
-	*id = -1;
-	*supplied = 0;
-	if (pi->pi_keys->pk_nsecrets == 0)
-		return 0;	/* no secret, so no placeholder to look for */
-	for (i = 0; i < rq->hq_nfields && rc == 0; i++) {
-		f = &rq->hq_fields[i];
-		if (scan_find(set, h + f->hf_name.off, f->hf_name.len, &m)) {
-			*id = m.sm_id;
-			rc = -1;
-			break;
-		}
-		for (k = 0; k < PI_IDS_MAX; k++)
-			ids[k] = -1;
-		scratch.hb_len = 0;
-		if ((n = scan_subst_value(set, h + f->hf_value.off, f->hf_value.len,
-		    &scratch, ids, PI_IDS_MAX)) == -1) {
-			rc = -1;	/* fail closed: unchecked is refused */
-			break;
-		}
-		for (k = 0; k < PI_IDS_MAX && ids[k] != -1 && rc == 0; k++) {
-			if (!pi_secret_allowed(c, ids[k]) || (e = pi_inject_entry(c,
-			    ids[k], h + f->hf_name.off, f->hf_name.len)) == -1) {
-				*id = ids[k];
-				rc = -1;
-			} else
-				*supplied |= 1u << e;
-		}
-		if (rc == 0 && n > 0 && k == PI_IDS_MAX)
-			rc = -1;	/* more secrets than can be checked */
-		/* What is left must hold no placeholder in any form. */
-		if (rc == 0 && scan_find(set, scratch.hb_p, scratch.hb_len, &m)) {
-			*id = m.sm_id;
-			if (m.sm_enc != SCAN_ENC_RAW && m.sm_enc != SCAN_ENC_BASIC)
-				*why = PR_STR(PLACEHOLDER_ENCODED);
-			rc = -1;
-		}
-	}
-	http_buf_free(&scratch);
-	if (rc == 0)
-		return 0;
-	if (*why == NULL)
-		*why = *id >= 0 && pi_secret_allowed(c, *id) ?
-		    PR_STR(PLACEHOLDER_IN_HEADER) : PR_STR(PLACEHOLDER_UNBOUND_HOST);
-	return -1;
-}
-
-/* "name[:port]" of the Host field equals the connection's name and port? */
-static int
-pi_host_ok(struct proxy_conn *c, const uint8_t *v, size_t len)
-{
-	char name[HOSTNAME_MAX + 1];
-	size_t i, nlen = len;
-	unsigned long port = c->pc_proto == POLICY_PROTO_TLS ? 443 : 80;
-
-	for (i = len; i > 0; i--) {
-		if (v[i - 1] == ':') {
-			nlen = i - 1;
-			if (i == len || len - i > 5)
-				return 0;
-			port = 0;
-			for (; i < len; i++) {
-				if (!isdigit(v[i]))
-					return 0;
-				port = port * 10 + (unsigned long)(v[i] - '0');
-			}
-			break;
-		}
-		if (!isdigit(v[i - 1]))
-			break;
-	}
-	if (nlen == 0 || hostname_normalize((const char *)v, nlen, name) !=
-	    HOSTNAME_OK)
-		return 0;
-	return strcmp(name, c->pc_name) == 0 && port == c->pc_dport;
-}
-
-/* The rule's injected headers into set[], values built into vals[] (wiped later). */
-static int
-pi_inject_build(struct proxy_conn *c, struct http_hdr_set *set,
-    struct http_buf *vals, size_t *nset, uint32_t supplied, const char **why)
-{
-	struct proxy_inspect *pi = c->pc_inspect;
-	const struct policy_rule *r = pi->pi_rule;
-	const struct proxy_secret *s;
-	const char *t, *at;
-	size_t i;
-
-	*nset = 0;
-	for (i = 0; r != NULL && i < r->pr_ninject && i < PI_INJECT_MAX; i++) {
-		s = proxy_keys_secret(pi->pi_keys, r->pr_inject[i].pi_secret);
-		if (s == NULL || !proxy_secret_allows_host(s, c->pc_name)) {
-			/* The vault changed under a policy that was checked: refuse. */
-			*why = PR_STR(SECRET_UNAVAILABLE);
-			return -1;
-		}
-		if (pi->pi_ninject < AUDIT_INJECT_MAX)
-			pi->pi_inject[pi->pi_ninject++] = s->ps_name;
-		/* The VM wrote this field with the placeholder: replaced in place. */
-		if (supplied & (1u << i))
-			continue;
-		t = r->pr_inject[i].pi_value != NULL ? r->pr_inject[i].pi_value :
-		    "{secret}";
-		if ((at = strstr(t, "{secret}")) == NULL) {
-			*why = PR_STR(SECRET_UNAVAILABLE);
-			return -1;
-		}
-		if (http_buf_add(&vals[i], t, (size_t)(at - t)) == -1 ||
-		    http_buf_add(&vals[i], s->ps_value, s->ps_vlen) == -1 ||
-		    http_buf_add_str(&vals[i], at + 8) == -1) {
-			*why = PR_STR(INTERNAL_ERROR);
-			return -1;
-		}
-		set[*nset].hx_name = r->pr_inject[i].pi_header;
-		set[*nset].hx_value = vals[i].hb_p;
-		set[*nset].hx_value_len = vals[i].hb_len;
-		(*nset)++;
-	}
-	return 0;
-}
-
-/* Request fields never sent upstream on a rule that redacts (lower case). */
-static const char *const pi_range_fields[] = { "range", "if-range" };
-
-/*
- * A complete request head is in pi_head: check it, decide, rewrite and send it
- * upstream.  Returns 0 if the request goes on, -1 if it was refused (the
- * connection is closing).
+ * A complete request head is in pi_head: check it, decide, rewrite
+ * (proxy_req_start) and send it upstream.  Returns 0 if the request goes on, -1
+ * if it was refused (the connection is closing).
  */
 static int
 pi_request_start(struct proxy_conn *c)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
 	struct http_request *rq = &pi->pi_req;
-	const uint8_t *h = pi->pi_head;
-	struct http_hdr_set set[18];
-	struct http_buf vals[18];
 	struct http_buf head = HTTP_BUF_INIT;
-	struct http_rewrite rw;
-	struct policy_query q;
-	struct policy_verdict v;
-	struct scan_match m;
-	struct http_span path;
-	char *rawpath = NULL, what[HTTP_METHOD_MAX + HOSTNAME_MAX + 200];
-	char fwd[SANDBOX_NAME_MAX + 48];
-	const char *why = NULL;
-	size_t nset = 0, i, plen;
-	int ret = -1, inject, id;
-	uint32_t supplied = 0;
+	struct proxy_refusal rf;
 
-	memset(vals, 0, sizeof(vals));
-	evutil_gettimeofday(&pi->pi_t0, NULL);
-	plen = rq->hq_method.len < HTTP_METHOD_MAX ? rq->hq_method.len :
-	    HTTP_METHOD_MAX;
-	memcpy(pi->pi_method, h + rq->hq_method.off, plen);
-	pi->pi_method[plen] = '\0';
-	/* The path for the record (and the policy): "/" for an empty one. */
-	path = rq->hq_path;
-	if (path.len == 0)
-		rawpath = strdup("/");
-	else
-		rawpath = pi_strndup(h, &path);
-	if (rawpath == NULL)
-		goto internal;
-	if (proxy_config()->audit_log_query && rq->hq_has_query) {
-		size_t n = strlen(rawpath) + 1 + rq->hq_query.len + 1;
-
-		if ((pi->pi_path = malloc(n)) == NULL)
-			goto internal;
-		snprintf(pi->pi_path, n, "%s?%.*s", rawpath, (int)rq->hq_query.len,
-		    (const char *)h + rq->hq_query.off);
-	} else if ((pi->pi_path = strdup(rawpath)) == NULL)
-		goto internal;
-	if ((pi->pi_pp = proxy_sandbox_policy(c->pc_sandbox)) == NULL)
-		goto internal;
 	pi_keys_refresh(pi);
-
-	if (proxy_sandbox_is_dead(c->pc_sandbox)) {
-		pi_refuse(c, 403, "Forbidden", PR_STR(SANDBOX_REMOVED),
-		    "the sandbox was removed");
-		goto out;
-	}
-	if (pi->pi_fail != NULL) {
-		snprintf(what, sizeof(what), "upstream %s refused: %s", c->pc_name,
-		    pi->pi_fail_why);
-		pi_refuse(c, 502, "Bad Gateway", pi->pi_fail, what);
-		goto out;
-	}
-	if (rq->hq_host.len == 0 || !pi_host_ok(c, h + rq->hq_host.off,
-	    rq->hq_host.len)) {
-		snprintf(what, sizeof(what), "this connection is for %s:%u only",
-		    c->pc_name, c->pc_dport);
-		pi_refuse(c, 421, "Misdirected Request", PR_STR(HOST_MISMATCH), what);
-		goto out;
-	}
-	if (proxy_limit_request_take(c->pc_sandbox,
-	    &pi->pi_pp->pp_policy->p_limits) == -1) {
-		pi_refuse(c, 429, "Too Many Requests", PR_STR(RATE_LIMITED),
-		    "the sandbox's requests_per_second limit is spent");
-		goto out;
-	}
-	if (http_method_classify(h + rq->hq_method.off, rq->hq_method.len) ==
-	    HTTP_MC_ECHO) {
-		pi_refuse(c, 405, "Method Not Allowed", PR_STR(TRACE_REFUSED),
-		    "TRACE and TRACK are never forwarded");
-		goto out;
-	}
-	if (rq->hq_absolute && c->pc_proto == POLICY_PROTO_TLS) {
-		/* Only a client that thinks it talks to a plain-HTTP proxy sends it. */
-		pi_refuse(c, 400, "Bad Request", PR_STR(INVALID_PATH),
-		    "absolute-form request-target inside TLS");
-		goto out;
-	}
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
-	q.pq_proto = c->pc_proto;
-	q.pq_method = pi->pi_method;
-	q.pq_path = rawpath;
-	snprintf(what, sizeof(what), "%s %s", pi->pi_method, c->pc_name);
-	if (!policy_decide(pi->pi_pp->pp_policy, &q, &v)) {
-		pi->pi_rule = v.pv_rule;
-		pi_deny(c, policy_reason_str(v.pv_reason), what);
-		goto out;
-	}
-	pi->pi_rule = v.pv_rule;
-	if (v.pv_would_deny) {
-		pi->pi_would_deny = 1;
-		snprintf(pi->pi_wd_reason, sizeof(pi->pi_wd_reason), "%s",
-		    policy_reason_str(v.pv_reason));
-	}
-	if (c->pc_proto == POLICY_PROTO_TLS && (v.pv_rule == NULL ||
-	    v.pv_tls != POLICY_TLS_INSPECT)) {
-		/* A reload turned this name to splice: this connection cannot follow. */
-		pi_deny(c, PR_STR(POLICY_RELOAD), what);
-		goto out;
-	}
-	/*
-	 * Frames after the 101 are neither scanned nor redacted, so the policy
-	 * loader refuses a rule that both injects a secret and allows websocket
-	 * (an upstream echoing the handshake's headers in a frame would hand the VM
-	 * the injected value).
-	 */
-	if (rq->hq_websocket) {
-		if (v.pv_rule == NULL || !v.pv_rule->pr_websocket) {
-			pi_deny(c, PR_STR(WEBSOCKET_NOT_ALLOWED), what);
-			goto out;
-		}
-		pi->pi_websocket = 1;
-	}
-	/*
-	 * A placeholder in the request line (the target, path or query, and the
-	 * method, which a rule without "methods" lets through as any token) is
-	 * never sent.
-	 */
-	if (scan_find(pi->pi_keys->pk_ph_set, h + rq->hq_method.off,
-	    rq->hq_target.off + rq->hq_target.len - rq->hq_method.off, &m)) {
-		pi_audit_exfil(c, PR_STR(PLACEHOLDER_IN_URL), m.sm_id, "url", 0);
-		pi_deny(c, PR_STR(PLACEHOLDER_IN_URL), what);
-		goto out;
-	}
-	/* Registered methods only; the rarer ones where the rule lists them. */
-	switch (http_method_classify(h + rq->hq_method.off, rq->hq_method.len)) {
-	case HTTP_MC_COMMON:
-		break;
-	case HTTP_MC_REGISTERED:
-		if (v.pv_rule != NULL && v.pv_rule->pr_nmethods > 0)
-			break;
-		/* FALLTHROUGH */
-	default:
-		pi_deny(c, PR_STR(METHOD_NOT_ALLOWED), what);
-		goto out;
-	}
-	if (pi_head_placeholders(c, h, rq, &why, &id, &supplied) == -1) {
-		pi_audit_exfil(c, why, id, "header", 0);
-		pi_deny(c, why, what);
-		goto out;
-	}
-	inject = c->pc_proto == POLICY_PROTO_TLS && v.pv_rule != NULL &&
-	    v.pv_rule->pr_ninject > 0;
-	/* Every response is scanned while any secret value is loaded. */
-	pi->pi_redact = inject || pi->pi_keys->pk_nvals > 0;
-	if (inject && pi_inject_build(c, set, vals, &nset, supplied, &why) == -1) {
-		pi_deny(c, why, what);
-		goto out;
-	}
-	if (pi->pi_redact) {
-		/* Responses must come uncompressed to be scanned (see the top). */
-		set[nset].hx_name = "Accept-Encoding";
-		set[nset].hx_value = (const uint8_t *)"identity";
-		set[nset].hx_value_len = 8;
-		nset++;
-	}
-	if (v.pv_rule != NULL && v.pv_rule->pr_forwarded) {
-		/* Our own, naming the sandbox; the VM's were dropped (proxy_http.h). */
-		if (http_forwarded_value(pi_sandbox(c), c->pc_proto ==
-		    POLICY_PROTO_TLS, fwd, sizeof(fwd)) == -1)
-			goto internal;
-		set[nset].hx_name = "Forwarded";
-		set[nset].hx_value = (const uint8_t *)fwd;
-		set[nset].hx_value_len = strlen(fwd);
-		nset++;
-	}
-	memset(&rw, 0, sizeof(rw));
-	rw.rw_set = set;
-	rw.rw_nset = nset;
-	rw.rw_framing = rq->hq_framing;
-	rw.rw_length = rq->hq_length;
-	rw.rw_close = 0;
-	rw.rw_upgrade = pi->pi_websocket;
-	rw.rw_host = c->pc_name;
-	if (pi->pi_redact) {
-		/*
-		 * No partial responses where secrets are redacted: a Range request
-		 * would let the VM read an echoed secret a few bytes at a time,
-		 * each slice too short to be recognised (proxy_scan.h, limits).
-		 */
-		rw.rw_drop = pi_range_fields;
-		rw.rw_ndrop = sizeof(pi_range_fields) / sizeof(pi_range_fields[0]);
-	}
-	if (supplied != 0) {
-		rw.rw_value_fn = pi_subst_value;
-		rw.rw_value_arg = c;
-	}
-	if (http_request_rewrite(h, rq, &rw, &head) == -1) {
-		if (errno == EMSGSIZE)
-			pi_refuse(c, 431, "Request Header Fields Too Large",
-			    PR_STR(HTTP_HEAD_TOO_LARGE), "the request head would be too "
-			    "large with the fields airlock adds");
-		else
-			pi_refuse(c, 400, "Bad Request", PR_STR(HTTP_MALFORMED),
-			    "the request head could not be rebuilt");
-		goto out;
+	if (proxy_req_start(&pi->pi_r, pi->pi_head, rq, pi->pi_fail, pi->pi_fail_why,
+	    &head, &rf) == -1) {
+		http_buf_free(&head);
+		pi_refusal(c, &rf);
+		return -1;
 	}
 	pi->pi_keepalive = rq->hq_keepalive;
 	pi_count(c, 1, head.hb_len);
-	if (bufferevent_write(c->pc_server, head.hb_p, head.hb_len) == -1)
-		goto internal;
+	if (bufferevent_write(c->pc_server, head.hb_p, head.hb_len) == -1) {
+		http_buf_free(&head);
+		pi_refuse(c, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
+		    "internal error");
+		return -1;
+	}
+	http_buf_free(&head);
 	pi->pi_req_left = rq->hq_framing == HTTP_BODY_LENGTH ? rq->hq_length : 0;
 	http_chunked_init(&pi->pi_req_ch);
 	scan_stream_init(&pi->pi_req_scan, pi->pi_keys->pk_ph_set);
 	pi->pi_rq = rq->hq_framing == HTTP_BODY_NONE || (rq->hq_framing ==
 	    HTTP_BODY_LENGTH && rq->hq_length == 0) ? PI_REQ_DONE : PI_REQ_BODY;
 	pi->pi_rs = PR_HEAD;
-	ret = 0;
-	goto out;
- internal:
-	pi_refuse(c, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
-	    "internal error");
- out:
-	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
-		http_buf_free(&vals[i]);
-	http_buf_free(&head);
-	free(rawpath);
-	return ret;
+	return 0;
 }
 
 /* Reads a request head from the VM.  1: progress, 0: need more, -1: closing. */
@@ -951,7 +438,7 @@ pi_request_head(struct proxy_conn *c)
 		log_debug("connection %llu: request refused: %s",
 		    (unsigned long long)c->pc_id, pi->pi_req.hq_why != NULL ?
 		    pi->pi_req.hq_why : http_res_str(r));
-		evutil_gettimeofday(&pi->pi_t0, NULL);
+		evutil_gettimeofday(&pi->pi_r.rq_t0, NULL);
 		pi_refuse(c, st, pi_reason_phrase(st), http_res_reason(r),
 		    http_res_str(r));
 		return -1;
@@ -971,17 +458,14 @@ static int
 pi_body_scan(struct proxy_conn *c, const uint8_t *p, size_t n)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
-	struct scan_match m;
-	char what[HTTP_METHOD_MAX + HOSTNAME_MAX + 4];
+	struct proxy_refusal rf;
 
-	if (!scan_stream_feed(&pi->pi_req_scan, p, n, &m))
+	if (proxy_req_body_scan(&pi->pi_r, &pi->pi_req_scan, p, n, &rf) == 0)
 		return 0;
-	snprintf(what, sizeof(what), "%s %s", pi->pi_method, c->pc_name);
 	/* The head (and some body) went upstream: the upstream request is cut. */
 	if (c->pc_server != NULL)
 		bufferevent_disable(c->pc_server, EV_READ | EV_WRITE);
-	pi_audit_exfil(c, PR_STR(PLACEHOLDER_IN_BODY), m.sm_id, "body", 0);
-	pi_deny(c, PR_STR(PLACEHOLDER_IN_BODY), what);
+	pi_refusal(c, &rf);
 	return -1;
 }
 
@@ -1061,28 +545,6 @@ pi_request_body(struct proxy_conn *c)
  * Response side.
  */
 
-static void
-pi_redact_cb(void *arg, const struct scan_match *m)
-{
-	struct proxy_inspect *pi = arg;
-
-	pi->pi_redacted++;
-	pi->pi_redacted_id = m->sm_id;
-}
-
-/* The response-head hook: secret values in header values become placeholders. */
-static int
-pi_redact_value(void *arg, const uint8_t *name, size_t namelen,
-    const uint8_t *value, size_t valuelen, struct http_buf *out)
-{
-	struct proxy_inspect *pi = arg;
-
-	if (scan_redact_feed(pi->pi_hredactor, value, valuelen, out) == -1 ||
-	    scan_redact_finish(pi->pi_hredactor, out) == -1)
-		return -1;
-	return 1;
-}
-
 /* Appends body bytes for the VM to pi_out, redacted and framed as decided. */
 static int
 pi_response_emit(struct proxy_conn *c, const uint8_t *p, size_t n, int last)
@@ -1093,7 +555,7 @@ pi_response_emit(struct proxy_conn *c, const uint8_t *p, size_t n, int last)
 	size_t qn = n;
 	int rc = 0;
 
-	if (pi->pi_redact) {
+	if (pi->pi_r.rq_redact) {
 		if ((n > 0 && scan_redact_feed(pi->pi_redactor, p, n, &tmp) == -1) ||
 		    (last && scan_redact_finish(pi->pi_redactor, &tmp) == -1)) {
 			http_buf_free(&tmp);
@@ -1150,11 +612,11 @@ pi_response_done(struct proxy_conn *c)
 	struct proxy_inspect *pi = c->pc_inspect;
 	int extra = pi_upstream_extra(c);
 
-	if (pi->pi_redacted > 0)
-		pi_audit_exfil(c, PR_STR(SECRET_REDACTED), pi->pi_redacted_id, "response",
-		    (long long)pi->pi_redacted);
+	if (pi->pi_r.rq_redacted > 0)
+		pi_audit_exfil(c, PR_STR(SECRET_REDACTED), pi->pi_r.rq_redacted_id, "response",
+		    (long long)pi->pi_r.rq_redacted);
 	pi_audit_request(c, extra ? PR_STR(UPSTREAM_HTTP_MALFORMED) : NULL,
-	    pi->pi_status);
+	    pi->pi_r.rq_status);
 	if (!pi->pi_keepalive || pi->pi_rq != PI_REQ_DONE || extra) {
 		pi_request_reset(pi);
 		pi_closing(c);
@@ -1173,38 +635,6 @@ pi_bad_gateway(struct proxy_conn *c, const char *reason, const char *text)
 	pi_refuse(c, 502, "Bad Gateway", reason, text);
 }
 
-/*
- * What of a response head the redactor does not rewrite: a reason phrase holding a
- * secret value is dropped (an empty phrase is valid), a field name holding one
- * refuses the response.  0, or -1 (closed).
- */
-static int
-pi_response_names(struct proxy_conn *c)
-{
-	struct proxy_inspect *pi = c->pc_inspect;
-	struct http_response *rs = &pi->pi_res;
-	const struct scan_set *set = pi->pi_keys->pk_val_set;
-	struct scan_match m;
-	size_t i;
-
-	if (scan_find(set, pi->pi_rhead + rs->hs_reason.off, rs->hs_reason.len, &m)) {
-		rs->hs_reason.len = 0;
-		pi->pi_redacted++;
-		pi->pi_redacted_id = m.sm_id;
-	}
-	for (i = 0; i < rs->hs_nfields; i++) {
-		if (scan_find(set, pi->pi_rhead + rs->hs_fields[i].hf_name.off,
-		    rs->hs_fields[i].hf_name.len, &m)) {
-			pi_audit_exfil(c, PR_STR(SECRET_IN_FIELD_NAME), m.sm_id,
-			    "response", 0);
-			pi_bad_gateway(c, PR_STR(SECRET_IN_FIELD_NAME), "the upstream "
-			    "sent a secret's value as a header field name");
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* A response head is in: check it and send it on.  1 progress, 0 more, -1 closed. */
 static int
 pi_response_head(struct proxy_conn *c)
@@ -1214,10 +644,10 @@ pi_response_head(struct proxy_conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->pc_server);
 	struct http_buf head = HTTP_BUF_INIT;
 	struct http_rewrite rw;
+	struct proxy_refusal rf;
 	size_t len = evbuffer_get_length(in), hl = 0;
 	const uint8_t *buf;
 	enum http_res r;
-	int i;
 
 	if (len == 0) {
 		if (pi->pi_server_eof) {
@@ -1250,35 +680,16 @@ pi_response_head(struct proxy_conn *c)
 	memcpy(pi->pi_rhead, buf, hl);
 	evbuffer_drain(in, hl);
 	pi->pi_rfind = 0;
-	pi->pi_status = rs->hs_status;
-	/*
-	 * A body we must scan cannot be compressed (see the top of this file).
-	 * Every Content-Encoding field counts: "identity" then "gzip" is gzip.
-	 */
-	for (i = -1; pi->pi_redact && rs->hs_framing != HTTP_BODY_NONE &&
-	    (i = http_field_find(pi->pi_rhead, rs->hs_fields, rs->hs_nfields,
-	    "Content-Encoding", (size_t)(i + 1))) != -1; ) {
-		if (rs->hs_fields[i].hf_value.len == 8 && strncasecmp((const char *)
-		    pi->pi_rhead + rs->hs_fields[i].hf_value.off, "identity", 8) == 0)
-			continue;
-		pi_bad_gateway(c, PR_STR(UPSTREAM_COMPRESSED), "the upstream compressed "
-		    "a response that must be scanned for secrets");
+	pi->pi_r.rq_status = rs->hs_status;
+	if (pi->pi_r.rq_redact && pi->pi_hredactor == NULL &&
+	    (pi->pi_hredactor = scan_redact_new(pi->pi_keys->pk_val_set,
+	    proxy_req_redact_cb, &pi->pi_r)) == NULL)
 		return -1;
-	}
-	if (rs->hs_switching && !pi->pi_websocket) {
-		pi_bad_gateway(c, PR_STR(UPSTREAM_HTTP_MALFORMED),
-		    "the upstream switched protocols unasked");
-		return -1;
-	}
-	if (pi->pi_redact && pi_response_names(c) == -1)
-		return -1;
+	pi->pi_r.rq_hred = pi->pi_hredactor;
 	memset(&rw, 0, sizeof(rw));
-	if (pi->pi_redact) {
-		if (pi->pi_hredactor == NULL && (pi->pi_hredactor = scan_redact_new(
-		    pi->pi_keys->pk_val_set, pi_redact_cb, pi)) == NULL)
-			return -1;
-		rw.rw_value_fn = pi_redact_value;
-		rw.rw_value_arg = pi;
+	if (proxy_req_response_check(&pi->pi_r, pi->pi_rhead, rs, &rw, &rf) == -1) {
+		pi_bad_gateway(c, rf.rf_reason, rf.rf_text);
+		return -1;
 	}
 	pi->pi_res_left = rs->hs_framing == HTTP_BODY_LENGTH ? rs->hs_length : 0;
 	http_chunked_init(&pi->pi_res_ch);
@@ -1287,7 +698,7 @@ pi_response_head(struct proxy_conn *c)
 	else if (rs->hs_framing == HTTP_BODY_NONE || (rs->hs_framing ==
 	    HTTP_BODY_LENGTH && rs->hs_length == 0))
 		pi->pi_out_framing = rs->hs_framing;
-	else if (pi->pi_redact || rs->hs_framing == HTTP_BODY_CHUNKED)
+	else if (pi->pi_r.rq_redact || rs->hs_framing == HTTP_BODY_CHUNKED)
 		/* A body that may change length: chunked to 1.1, until close to 1.0. */
 		pi->pi_out_framing = pi->pi_req.hq_minor >= 1 ? HTTP_BODY_CHUNKED :
 		    HTTP_BODY_CLOSE;
@@ -1333,9 +744,9 @@ pi_response_head(struct proxy_conn *c)
 		pi_response_done(c);
 		return 1;
 	}
-	if (pi->pi_redact && pi->pi_redactor == NULL &&
+	if (pi->pi_r.rq_redact && pi->pi_redactor == NULL &&
 	    (pi->pi_redactor = scan_redact_new(pi->pi_keys->pk_val_set,
-	    pi_redact_cb, pi)) == NULL)
+	    proxy_req_redact_cb, &pi->pi_r)) == NULL)
 		return -1;
 	pi->pi_rs = PR_BODY;
 	return 1;
@@ -1380,7 +791,7 @@ pi_response_body(struct proxy_conn *c)
 		} else
 			last = pi->pi_server_eof && len == evbuffer_get_length(in);
 		used = len;
-		if (!pi->pi_redact && pi->pi_out_framing == f) {
+		if (!pi->pi_r.rq_redact && pi->pi_out_framing == f) {
 			/* Nothing to change: move the bytes. */
 			pi_count(c, 0, len);
 			evbuffer_remove_buffer(in, out, len);
@@ -1430,6 +841,42 @@ pi_response_body(struct proxy_conn *c)
 }
 
 /*
+ * HTTP/2 (proxy_h2.c).  A VM that offered h2 starts its handshake only once the
+ * upstream's is done: h2 may be chosen towards it only when the origin verified
+ * and chose h2 (so the HTTP/2 engine speaks HTTP/2 both ways; anything else is
+ * HTTP/1.1 both ways, through this engine).
+ */
+static void
+pi_h2_release(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+
+	if (!pi->pi_h2_wait)
+		return;
+	pi->pi_h2_wait = 0;
+	proxy_tls_server_allow_h2(bufferevent_openssl_get_ssl(c->pc_client),
+	    c->pc_server != NULL && pi->pi_fail == NULL &&
+	    proxy_tls_alpn_is_h2(bufferevent_openssl_get_ssl(c->pc_server)));
+	/* Both were left disabled: enabled, they would read the hello at once. */
+	bufferevent_enable(bufferevent_get_underlying(c->pc_client),
+	    EV_READ | EV_WRITE);
+	bufferevent_enable(c->pc_client, EV_READ | EV_WRITE);
+	bufferevent_trigger(bufferevent_get_underlying(c->pc_client), EV_READ,
+	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Both sides chose h2: the HTTP/2 engine takes c, this one lets go. */
+static void
+pi_h2_takeover(struct proxy_conn *c)
+{
+	if (proxy_h2_start(c, &c->pc_inspect->pi_tc) == -1) {
+		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
+		return;
+	}
+	proxy_inspect_free(c);
+}
+
+/*
  * The driver: makes what progress the buffered bytes allow.
  */
 static void
@@ -1445,6 +892,12 @@ pi_run(struct proxy_conn *c)
 			if (!pi->pi_client_up || (!pi->pi_server_up &&
 			    pi->pi_fail == NULL))
 				return;
+			if (pi->pi_server_up && c->pc_proto == POLICY_PROTO_TLS &&
+			    proxy_tls_alpn_is_h2(bufferevent_openssl_get_ssl(
+			    c->pc_client))) {
+				pi_h2_takeover(c);
+				return;
+			}
 			pi->pi_rq = PI_REQ_HEAD;
 			progress = 1;
 			break;
@@ -1636,7 +1089,7 @@ pi_timer_cb(evutil_socket_t fd, short what, void *arg)
 		tv.tv_sec = 0;
 		tv.tv_usec = 20 * 1000;
 		if (pi_client_flushed(c) ||
-		    pi_ms(&pi->pi_closing_since) > PI_CLOSE_WAIT * 1000) {
+		    proxy_req_ms(&pi->pi_closing_since) > PI_CLOSE_WAIT * 1000) {
 			proxy_conn_close(c, NULL, 0);
 			return;
 		}
@@ -1668,8 +1121,6 @@ pi_new(struct proxy_conn *c)
 		return NULL;
 	c->pc_inspect = pi;
 	pi->pi_conn = c;
-	pi->pi_status = -1;
-	pi->pi_redacted_id = -1;
 	/*
 	 * Secrets: the vault as it is now, again at every request (a removal or a
 	 * rotation is never held back).  The CA: the one the sandbox's policy went in
@@ -1677,6 +1128,7 @@ pi_new(struct proxy_conn *c)
 	 */
 	pi->pi_keys = proxy_keys_get();
 	pi->pi_tc.tc_keys = pi->pi_keys;
+	proxy_req_init(&pi->pi_r, c, pi->pi_keys, 0);
 	return pi;
 }
 
@@ -1792,6 +1244,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		return -1;
 	}
 	X509_free(leaf);
+	pi->pi_h2_wait = proxy_h2_offered(c);
 	f = bufferevent_openssl_filter_new(w->pw_base, c->pc_client, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE |
 	    BEV_OPT_DEFER_CALLBACKS);
@@ -1800,14 +1253,24 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
-	/* The filter owns the socket bufferevent (and ssl) from here. */
-	if (pi_client_attach(c, f, EV_READ | EV_WRITE) == -1) {
+	/*
+	 * The filter owns the socket bufferevent (and ssl) from here.  Waiting for
+	 * the upstream (h2 offered), the socket side stays off: its first write
+	 * event would start the handshake (libevent's handshake callback).
+	 */
+	if (pi->pi_h2_wait)
+		bufferevent_disable(c->pc_client, EV_READ | EV_WRITE);
+	if (pi_client_attach(c, f, pi->pi_h2_wait ? 0 : EV_READ | EV_WRITE) == -1) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
-	/* The ClientHello is already buffered: start the handshake on it now. */
-	bufferevent_trigger(bufferevent_get_underlying(f), EV_READ,
-	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	/*
+	 * The ClientHello is already buffered: start the handshake on it now, or,
+	 * when it offers h2, once the upstream's is done (pi_h2_release).
+	 */
+	if (!pi->pi_h2_wait)
+		bufferevent_trigger(bufferevent_get_underlying(f), EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 	/* And the upstream in parallel: the core dials (proxy_inspect_server_bev()). */
 	return 0;
 }
@@ -1830,6 +1293,10 @@ proxy_inspect_server_bev(struct proxy_conn *c)
 	if ((ssl = proxy_tls_client_new(c->pc_worker->pw_tls_out, c->pc_name,
 	    &pi->pi_tc)) == NULL)
 		return NULL;
+	if (pi->pi_h2_wait && proxy_tls_client_offer_h2(ssl) == -1) {
+		SSL_free(ssl);
+		return NULL;
+	}
 	bev = bufferevent_openssl_socket_new(c->pc_worker->pw_base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
 	    BEV_OPT_DEFER_CALLBACKS);
@@ -1861,6 +1328,7 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 			c->pc_state = PC_INSPECT;
 			pi_server_attach(c);
 		}
+		pi_h2_release(c);
 		pi_run(c);
 		return;
 	}
@@ -1892,6 +1360,7 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	bufferevent_free(c->pc_server);
 	c->pc_server = NULL;
 	c->pc_state = PC_INSPECT;
+	pi_h2_release(c);
 	pi_run(c);
 }
 

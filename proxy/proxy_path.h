@@ -7,6 +7,10 @@
  *	  proxy_conn_relay.c	splice: bytes both ways, untouched (also the relay
  *				an inspected connection hands over to after a 101)
  *	  proxy_inspect.c	inspect: TLS terminated (or plain HTTP), per request
+ *	  proxy_h2.c		h2: an inspected connection whose both sides chose
+ *				HTTP/2 (inspect hands it over), per stream
+ *	proxy_request.c		beneath the request engines: the checks, injection,
+ *				redaction and records of one request (proxy_request.h)
  *	proxy_conn_close.c	below them all: the current policy before each
  *				decision (proxy_conn_current), the end (close, audit)
  *	proxy_conn_limit.c	per-sandbox limits
@@ -93,6 +97,8 @@ struct proxy_dns_ticket {
 	int					 pt_done;
 };
 struct proxy_inspect;
+struct proxy_h2;
+struct proxy_tls_check;
 struct policy_verdict;
 struct ssl_ctx_st;
 
@@ -101,10 +107,10 @@ struct ssl_ctx_st;
  * mode and calls pm_start; the dial and the core call the mode only through these.
  */
 struct proxy_mode {
-	const char	*pm_name;	/* "splice", "inspect" */
+	const char	*pm_name;	/* "splice", "inspect", "h2" */
 	/*
 	 * c was allowed: get ready.  0: the core dials (proxy_conn_dial()); -1: c
-	 * was closed.
+	 * was closed.  NULL for h2, which inspect hands a connection over to.
 	 */
 	int		(*pm_start)(struct proxy_conn *c);
 	/* The unconnected upstream bufferevent the dial connects, or NULL. */
@@ -121,6 +127,7 @@ struct proxy_mode {
 };
 extern const struct proxy_mode proxy_mode_splice;	/* proxy_conn_relay.c */
 extern const struct proxy_mode proxy_mode_inspect;	/* proxy_inspect.c */
+extern const struct proxy_mode proxy_mode_h2;		/* proxy_h2.c */
 
 struct proxy_conn {
 	TAILQ_ENTRY(proxy_conn) pc_entry;
@@ -137,6 +144,7 @@ struct proxy_conn {
 	struct proxy_dns_ticket	*pc_dns;	/* outstanding lookup, or NULL */
 	const struct proxy_mode	*pc_mode;	/* once decided, else NULL */
 	struct proxy_inspect	*pc_inspect;	/* inspect mode's state (its own) */
+	struct proxy_h2		*pc_h2;		/* h2 mode's state (its own) */
 
 	struct netaddr		 pc_src;
 	uint16_t		 pc_sport;
@@ -252,6 +260,19 @@ void	proxy_conn_relay_update(struct proxy_conn *c);
  * engine over in-memory vm and origin bufferevents, as after both handshakes.
  */
 int	proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
+	    struct bufferevent *origin);
+
+/* proxy_h2.c */
+/* Does the ClientHello buffered in c's client input offer h2?  1 or 0. */
+int	proxy_h2_offered(struct proxy_conn *c);
+/*
+ * Both of c's handshakes chose h2 (inspect mode's, which hands c over): the HTTP/2
+ * engine takes c (pc_mode becomes proxy_mode_h2) and the upstream SSL reports to a
+ * copy of tc.  0, or -1 (nothing was taken: c is still inspect's).
+ */
+int	proxy_h2_start(struct proxy_conn *c, const struct proxy_tls_check *tc);
+/* Test seam (tests/fuzz/fuzz_h2.c), as proxy_inspect_attach_test. */
+int	proxy_h2_attach_test(struct proxy_conn *c, struct bufferevent *vm,
 	    struct bufferevent *origin);
 
 /* proxy_conn_limit.c: each sandbox's own buckets (struct proxy_sandbox) */

@@ -9,8 +9,12 @@
  * cache, so no session made for one name can be resumed under another (every
  * handshake is a full one, with the leaf minted for the connection's verified
  * name).  ALPN: http/1.1 is what airlock speaks; a hello without ALPN speaks it
- * implicitly, a hello whose ALPN offer lacks it (h2 only, h3, anything) gets the
- * fatal no_application_protocol alert (RFC 7301 3.2), not a silent fallback.  The
+ * implicitly.  h2 is chosen (over http/1.1) only on a connection whose SSL was
+ * marked for it (proxy_tls_server_allow_h2): the upstream of that connection
+ * negotiated h2 and verified before the VM's handshake ran, so the HTTP/2 engine
+ * (proxy_h2.c) has an HTTP/2 origin to speak to.  Any other offer without
+ * http/1.1 (h2 where it is not allowed, h3, anything) gets the fatal
+ * no_application_protocol alert (RFC 7301 3.2), not a silent fallback.  The
  * certificate and key are set per connection (proxy_inspect.c).
  *
  * OpenSSL 3.0 has no option that requires EMS on a server (SSL_get_extms_support
@@ -24,7 +28,8 @@
  * name checked with SSL_set1_host (set per connection, with SNI) against the
  * subjectAltName DNS names only: a certificate's subject CN is never read as a host
  * name (X509_CHECK_FLAG_NEVER_CHECK_SUBJECT; RFC 9525 6.3, as browsers do), so a
- * certificate without a subjectAltName matches no name.  ALPN http/1.1.  CBC suites
+ * certificate without a subjectAltName matches no name.  ALPN http/1.1, or h2 and
+ * http/1.1 for a VM that offered h2 (proxy_tls_client_offer_h2).  CBC suites
  * stay allowed upstream (the origin's choice; many still offer only them next to
  * TLS 1.3).  The verify callback also refuses any
  * certificate in the chain that is one of airlock's own CAs (the host CA of `ca
@@ -76,6 +81,7 @@ struct proxy_tls_cache {
 };
 
 static int proxy_tls_idx = -1;		/* SSL: its struct proxy_tls_check */
+static int proxy_tls_h2_idx = -1;	/* server SSL: h2 may be chosen */
 static int proxy_tls_ctx_idx = -1;	/* SSL_CTX: its struct proxy_tls_cache */
 static pthread_once_t proxy_tls_once = PTHREAD_ONCE_INIT;
 
@@ -98,6 +104,7 @@ static void
 proxy_tls_init(void)
 {
 	proxy_tls_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	proxy_tls_h2_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	proxy_tls_ctx_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
 	    proxy_tls_cache_free);
 }
@@ -173,24 +180,42 @@ proxy_tls_sess_new(SSL *ssl, SSL_SESSION *sess)
 	return 0;
 }
 
-/* Called only for a hello with ALPN: http/1.1 or the fatal alert. */
-static int
-proxy_tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-    const unsigned char *in, unsigned int inlen, void *arg)
+/* The protocol name p[n] in the ALPN list in[inlen], or NULL. */
+static const unsigned char *
+proxy_tls_alpn_find(const unsigned char *in, unsigned int inlen, const char *p,
+    unsigned int n)
 {
 	unsigned int i = 0;
 
 	while (i < inlen) {
-		unsigned int n = in[i];
+		unsigned int k = in[i];
 
-		if (n == 0 || i + 1 + n > inlen)
-			break;
-		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-			*out = in + i + 1;
-			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
-		}
-		i += 1 + n;
+		if (k == 0 || i + 1 + k > inlen)
+			return NULL;
+		if (k == n && memcmp(in + i + 1, p, n) == 0)
+			return in + i + 1;
+		i += 1 + k;
+	}
+	return NULL;
+}
+
+/* Called only for a hello with ALPN: h2 where allowed, http/1.1, or the alert. */
+static int
+proxy_tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	const unsigned char *p;
+
+	if (proxy_tls_h2_idx != -1 && SSL_get_ex_data(ssl, proxy_tls_h2_idx) != NULL &&
+	    (p = proxy_tls_alpn_find(in, inlen, "h2", 2)) != NULL) {
+		*out = p;
+		*outlen = 2;
+		return SSL_TLSEXT_ERR_OK;
+	}
+	if ((p = proxy_tls_alpn_find(in, inlen, "http/1.1", 8)) != NULL) {
+		*out = p;
+		*outlen = 8;
+		return SSL_TLSEXT_ERR_OK;
 	}
 	/* OpenSSL answers this with no_application_protocol (120). */
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -246,6 +271,7 @@ proxy_tls_server_ctx(void)
 {
 	SSL_CTX *ctx;
 
+	pthread_once(&proxy_tls_once, proxy_tls_init);
 	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
 		return NULL;
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
@@ -416,4 +442,39 @@ proxy_tls_verify_str(const struct proxy_tls_check *tc)
 	if (tc->tc_verify_err != 0)
 		return X509_verify_cert_error_string(tc->tc_verify_err);
 	return "handshake failed";
+}
+
+void
+proxy_tls_server_allow_h2(SSL *ssl, int on)
+{
+	static int yes = 1;
+
+	if (proxy_tls_h2_idx != -1)
+		(void)SSL_set_ex_data(ssl, proxy_tls_h2_idx, on ? &yes : NULL);
+}
+
+int
+proxy_tls_client_offer_h2(SSL *ssl)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+
+	return SSL_set_alpn_protos(ssl, alpn, sizeof(alpn) - 1) == 0 ? 0 : -1;
+}
+
+int
+proxy_tls_alpn_is_h2(SSL *ssl)
+{
+	const unsigned char *p;
+	unsigned int n;
+
+	if (ssl == NULL)
+		return 0;	/* not TLS (the test seams' in-memory streams) */
+	SSL_get0_alpn_selected(ssl, &p, &n);
+	return n == 2 && memcmp(p, "h2", 2) == 0;
+}
+
+int
+proxy_tls_client_rebind(SSL *ssl, struct proxy_tls_check *tc)
+{
+	return SSL_set_ex_data(ssl, proxy_tls_idx, tc) == 1 ? 0 : -1;
 }

@@ -34,6 +34,16 @@ SSL	*proxy_tls_client_new(SSL_CTX *ctx, const char *name,
 void	 proxy_tls_client_forget(SSL_CTX *ctx, const struct proxy_tls_check *tc);
 /* Sets the minted leaf and the process's leaf key on a server-side SSL.  0 or -1. */
 int	 proxy_tls_server_set_leaf(SSL *ssl, X509 *leaf, EVP_PKEY *key);
+/*
+ * HTTP/2 (proxy_h2.c).  A server SSL may choose h2 from the VM's offer only once
+ * marked so (before its handshake); an upstream SSL offers h2 and http/1.1
+ * (before its handshake); whether an SSL's handshake chose h2 (NULL: no); the check
+ * struct an upstream SSL reports to moves (the engine that owns it changed).
+ */
+void	 proxy_tls_server_allow_h2(SSL *ssl, int on);
+int	 proxy_tls_client_offer_h2(SSL *ssl);
+int	 proxy_tls_alpn_is_h2(SSL *ssl);
+int	 proxy_tls_client_rebind(SSL *ssl, struct proxy_tls_check *tc);
 /* Why the upstream was refused, for logs (never secret). */
 const char *proxy_tls_verify_str(const struct proxy_tls_check *tc);
 

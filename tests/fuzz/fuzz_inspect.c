@@ -30,11 +30,6 @@
  * NULL: the engine's records are skipped).  FUZZ_INSPECT_DUMP=1 in the
  * environment prints both streams (triage).
  */
-#include <sys/queue.h>
-#include <sys/stat.h>
-
-#include <ftw.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +41,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "../../proxy/proxy_path.h"
-#include "../../proxy/proxy_core.h"
+#include "fz_world.h"
 #include "../../proxy/proxy_http.h"
-#include "../../proxy/proxy_keys.h"
-#include "policy.h"
-#include "vault.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -65,9 +56,7 @@ static const char fz_policy[] = "{\"policy\":\"fz\",\"rules\":["
     "{\"id\":\"redact\",\"host\":\"other.test\",\"tls\":\"inspect\"},"
     "{\"id\":\"plain\",\"host\":\"plain.test\",\"protocol\":\"http\"}]}";
 
-static const struct {
-	const char	*name, *host, *ph, *value;
-} fz_secrets[2] = {
+static const struct fz_secret fz_secrets[2] = {
 	{ "tok", "api.test", "AIRLOCK_PLACEHOLDER_TOK_0123456789abcdef",
 	  "tok-7Hq2ZpW9xK4mR8vN" },
 	{ "other", "elsewhere.test", "AIRLOCK_PLACEHOLDER_OTHER_fedcba9876543210",
@@ -99,67 +88,10 @@ fz_fail(const char *why, const uint8_t *p, size_t n)
 	abort();
 }
 
-static void
-fz_bail(const char *what, const char *err)
-{
-	fprintf(stderr, "fuzz_inspect: %s: %s\n", what, err);
-	exit(1);
-}
-
-static int
-fz_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char dir[] = "/tmp/fuzz_inspect.XXXXXX", err[512];
-	struct proxy_keys *k;
-	struct policy *p;
-	struct vault *v;
-	uint8_t *img;
-	size_t len, i;
-
-	if (mkdtemp(dir) == NULL)
-		fz_bail("mkdtemp", "failed");
-	if (vault_open(dir, VAULT_OPEN_WRITE | VAULT_OPEN_CREATE, &v, err,
-	    sizeof(err)) != VAULT_OK)
-		fz_bail("vault", err);
-	for (i = 0; i < 2; i++) {
-		const char *hosts[1] = { fz_secrets[i].host };
-		struct secret s = { (uint8_t *)(uintptr_t)fz_secrets[i].value,
-		    strlen(fz_secrets[i].value) };
-
-		if (vault_secret_put(v, fz_secrets[i].name, hosts, 1,
-		    fz_secrets[i].ph, &s, err, sizeof(err)) != VAULT_OK)
-			fz_bail("vault put", err);
-	}
-	if (vault_commit(v, err, sizeof(err)) != VAULT_OK)
-		fz_bail("vault commit", err);
-	vault_close(v);
-	if (proxy_keys_build(dir, NULL, 0, &img, &len) == -1)
-		fz_bail("keys", "build");
-	if ((k = proxy_keys_parse(img, len, err, sizeof(err))) == NULL)
-		fz_bail("keys", err);
-	proxy_keys_image_free(img, len);
-	(void)nftw(dir, fz_rm, 8, FTW_DEPTH | FTW_PHYS);
-	if (k->pk_nsecrets != 2)
-		fz_bail("keys", "not two secrets");
-	if ((p = policy_load_buf(fz_policy, sizeof(fz_policy) - 1, "fz.json",
-	    NULL)) == NULL)
-		fz_bail("policy", "does not load");
-	if (proxy_keys_check_policy(k, p, err, sizeof(err)) == -1)
-		fz_bail("policy", err);
-	if (proxy_keys_set(k) == -1)
-		fz_bail("keys", "set");
-	/* The sandbox, as the registry holds it (one reference, never dropped). */
-	snprintf(fz_sb.ps_rec.sb_name, sizeof(fz_sb.ps_rec.sb_name), "fz");
-	fz_sb.ps_refs = 1;
-	pthread_mutex_init(&fz_sb.ps_limit_mtx, NULL);
-	if ((fz_sb.ps_policy = proxy_policy_new(p)) == NULL)
-		fz_bail("policy", "out of memory");
+	fz_world_init(&fz_sb, fz_policy, fz_secrets, 2);
 	return 0;
 }
 
@@ -200,18 +132,6 @@ fz_has_piece(const uint8_t *h, size_t hl, const char *s, size_t w)
 				return 1;
 		}
 	return 0;
-}
-
-static void
-fz_settle(struct event_base *base)
-{
-	int i;
-
-	for (i = 0; i < 10000; i++) {
-		event_base_loop(base, EVLOOP_NONBLOCK);
-		if (event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) == 0)
-			return;
-	}
 }
 
 static void
@@ -416,11 +336,6 @@ fz_check_vm(const uint8_t *p, size_t n, const enum http_method *meth, size_t nme
 	http_buf_free(&body);
 }
 
-static void
-fz_noop(evutil_socket_t fd, short what, void *arg)
-{
-}
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -459,36 +374,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    fz_secrets[i].value, 0);
 	}
 
-	memset(&w, 0, sizeof(w));
-	TAILQ_INIT(&w.pw_conns);
-	if ((w.pw_base = event_base_new()) == NULL ||
-	    bufferevent_pair_new(w.pw_base, BEV_OPT_DEFER_CALLBACKS, vmp) == -1 ||
-	    bufferevent_pair_new(w.pw_base, BEV_OPT_DEFER_CALLBACKS, orp) == -1 ||
-	    (c = calloc(1, sizeof(*c))) == NULL)
-		abort();
+	fz_worker_init(&w, vmp, orp);
 	vm.fs_bev = vmp[1];
 	og.fs_bev = orp[1];
-	bufferevent_enable(vmp[1], EV_READ | EV_WRITE);
-	bufferevent_enable(orp[1], EV_READ | EV_WRITE);
 
 	/* The connection as proxy_conn_decide() leaves an inspected one. */
-	c->pc_worker = &w;
-	c->pc_id = 1;
-	__atomic_add_fetch(&fz_sb.ps_refs, 1, __ATOMIC_RELAXED);
-	c->pc_sandbox = &fz_sb;
-	c->pc_policy = proxy_sandbox_policy(&fz_sb);
-	snprintf(c->pc_name, sizeof(c->pc_name), "%s", fz_conns[fz_conn].host);
-	snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", fz_conns[fz_conn].rule);
-	c->pc_dport = fz_conns[fz_conn].port;
-	c->pc_proto = fz_conns[fz_conn].proto;
-	c->pc_tls = POLICY_TLS_INSPECT;
-	c->pc_limits = c->pc_policy->pp_policy->p_limits;
-	c->pc_state = PC_DECIDED;
-	evutil_gettimeofday(&c->pc_start, NULL);
-	c->pc_last = c->pc_start;
-	if ((c->pc_timer = evtimer_new(w.pw_base, fz_noop, c)) == NULL)
-		abort();
-	TAILQ_INSERT_TAIL(&w.pw_conns, c, pc_entry);
+	c = fz_conn_new(&w, &fz_sb, fz_conns[fz_conn].host, fz_conns[fz_conn].rule,
+	    fz_conns[fz_conn].port, fz_conns[fz_conn].proto);
 
 	if (proxy_inspect_attach_test(c, vmp[0], orp[0]) == 0) {
 		for (i = 0; i < ncuts && !TAILQ_EMPTY(&w.pw_conns); i++) {
@@ -499,13 +391,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_settle(w.pw_base);
 		fz_send(&og, og.fs_len - og.fs_off);
 		fz_settle(w.pw_base);
-		fz_send(&og, 0);
-		fz_settle(w.pw_base);
-		fz_send(&vm, 0);
-		fz_settle(w.pw_base);
-		/* Still open (a close waiting on its timer): as the idle timeout would. */
-		if (!TAILQ_EMPTY(&w.pw_conns))
-			proxy_conn_close(TAILQ_FIRST(&w.pw_conns), NULL, 1);
+		fz_finish(&w, og.fs_bev, vm.fs_bev);
 	}
 
 	{

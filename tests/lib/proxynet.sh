@@ -16,6 +16,7 @@
 #	pn_two_origins			# origin.test (TLS 443), git2.test (banner 2222)
 #	pn_mapped NS NAME		# the mapped address NAME resolves to in NS
 #	pn_start [EXTRA-CONFIG]		# airlockd in $H ($DPID); 1 if it did not start
+#	pn_start_or_skip [EXTRA-CONFIG]	# the same; the test skips if it did not start
 #					# ($PN_AUDIT: the "audit" object, default
 #					# $T/audit.jsonl without fsync; $PN_WRAP: a
 #					# command airlockd's command line is run by)
@@ -174,6 +175,12 @@ pn_start() {
 		sleep 0.1
 	done
 	return 1
+}
+
+pn_start_or_skip() {
+	pn_start "$@" && return 0
+	echo "1..0 # SKIP airlockd did not start: $(head -c 300 "$T/airlockd.log")"
+	exit 0
 }
 
 pn_attach() {

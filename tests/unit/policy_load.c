@@ -273,6 +273,19 @@ test_json_errors(void)
 	    "$.limits.connections", "between 0");
 	bad("{'policy':'a','rules':[],'limits':{'requests_per_second':"
 	    "4294967296}}", "$.limits.requests_per_second", "between 0");
+	/* The HTTP/2 limits may lower airlock's own (100), never raise them. */
+	p = good("{'policy':'a','rules':[],'limits':{'h2_streams':5,"
+	    "'h2_resets_per_second':10,'h2_control_per_second':100}}");
+	if (p != NULL) {
+		is_int(5, p->p_limits.pl_h2_streams, "limits.h2_streams");
+		is_int(10, p->p_limits.pl_h2_resets_per_second,
+		    "limits.h2_resets_per_second");
+		is_int(100, p->p_limits.pl_h2_control_per_second,
+		    "limits.h2_control_per_second");
+	}
+	policy_free(p);
+	bad("{'policy':'a','rules':[],'limits':{'h2_streams':101}}",
+	    "$.limits.h2_streams", "between 0 and 100 (0: the default)");
 	bad(R("'x'"), "$.rules[0]", "must be an object");
 	bad(R("{'id':7,'host':'x.example'}"), "$.rules[0].id", "must be a string");
 	bad(R("{'id':'a','host':['x.example']}"), "$.rules[0].host",
