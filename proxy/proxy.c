@@ -20,7 +20,14 @@
  *
  * Privileges.  airlockd binds, opens the audit log and the control socket as root,
  * then drops to config.user.  Before any of that it forks the root state reader
- * (proxy_reader.c), which alone keeps root to read the records and policy files.
+ * (proxy_reader.c), which alone keeps root to read the records and policy files,
+ * and which forks the keys process (proxy_keyd.c), the one holder of the CA keys.
+ * The processes, and what each holds:
+ *	airlockd (config.user)	workers, DNS, control socket; the vault's values,
+ *				the CA certificates, its own leaf key and leaves
+ *	  reader (root)		reads records, policies, vault, CAs; no input
+ *	    keyd (config.user)	the sandbox CAs' private keys; signs leaves
+ *	  netwatch (root)	reinstalls airlock's nftables tables
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -49,6 +56,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
+#include "proxy_keyd.h"
 #include "proxy_keys.h"
 #include "vault.h"
 
@@ -107,7 +115,7 @@ proxy_bind(int type, uint16_t port, const char *what, char *err, size_t errlen)
  * Becomes pw for good: groups, gid, uid (real, effective, saved), then checks that
  * root cannot be regained.  Returns 0, or -1 with err.
  */
-static int
+int
 proxy_privdrop(const struct passwd *pw, char *err, size_t errlen)
 {
 	uid_t r, e, s;
@@ -153,7 +161,7 @@ proxy_raise_nofile(void)
 }
 
 /* No core dumps, no ptrace by the same uid, no new privileges through exec. */
-static int
+int
 proxy_harden(char *err, size_t errlen)
 {
 	struct rlimit rl = { 0, 0 };
@@ -200,9 +208,15 @@ static void *
 proxy_thread_main(void *arg)
 {
 	struct proxy_thread *pt = arg;
+	char label[32], err[256];
 
+	/* Its own channel to keyd for leaves; tried again at the first need. */
+	snprintf(label, sizeof(label), "worker %u", pt->pt_id);
+	if (proxy_keyd_chan_open(label, err, sizeof(err)) == -1)
+		log_warnx("worker %u: keys process: %s", pt->pt_id, err);
 	if (event_base_loop(pt->pt_base, EVLOOP_NO_EXIT_ON_EMPTY) == -1)
 		log_warnx("worker %u: event loop failed", pt->pt_id);
+	proxy_keyd_chan_close();
 	return NULL;
 }
 
@@ -467,21 +481,34 @@ proxy_main(const struct proxy_opts *o)
 			    proxy_cfg.user);
 			return 1;
 		}
-		/* Before any other fd is open: the reader inherits nothing else. */
-		if (proxy_reader_start(err, sizeof(err)) == -1) {
+		/*
+		 * Before any other fd is open: the reader, and keyd which it
+		 * forks, inherit nothing else.
+		 */
+		if (proxy_reader_start(pw, err, sizeof(err)) == -1) {
 			log_warnx("%s", err);
 			return 1;
 		}
 		/* Root too: it reinstalls airlock's tables (proxy_netwatch.c). */
-		if (proxy_netwatch_start(&proxy_cfg, proxy_reader_fd, err,
-		    sizeof(err)) == -1) {
+		if (proxy_netwatch_start(&proxy_cfg, err, sizeof(err)) == -1) {
 			log_warnx("%s", err);
+			proxy_keyd_client_stop();
 			proxy_reader_stop();
 			return 1;
 		}
-	} else
+	} else {
 		log_warnx("not started as root: running as uid %u without "
 		    "dropping privileges", (unsigned int)geteuid());
+		/*
+		 * keyd all the same (same uid: not dumpable, so this process
+		 * cannot read its memory either): the CA keys are read here,
+		 * sent to it and wiped (proxy_reader.c, proxy_keys_make()).
+		 */
+		if (proxy_keyd_start_local(err, sizeof(err)) == -1) {
+			log_warnx("%s", err);
+			return 1;
+		}
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((ctl_fd = proxy_ctl_open(proxy_cfg.control_socket, err,
@@ -609,6 +636,9 @@ proxy_main(const struct proxy_opts *o)
 	if (proxy_log != NULL)
 		audit_close(proxy_log);
 	proxy_log = NULL;
+	/* keyd ends with its control channel (the reader waits for it). */
+	proxy_keyd_client_stop();
+	proxy_keyd_unlink();
 	proxy_reader_stop();
 	return ret;
 }

@@ -15,6 +15,7 @@
 #include "proxy.h"
 #include "sandbox.h"
 
+struct passwd;
 struct proxy_keys;
 
 /* proxy.c: start-up and the daemon's life */
@@ -24,6 +25,13 @@ extern struct audit_log *proxy_log;	/* NULL until opened, and after the end */
 void	proxy_threads_recheck(void);
 /* How many worker threads there are (for stats). */
 unsigned int proxy_threads_count(void);
+/*
+ * Becomes pw for good (groups, gid, uid; checks root cannot be regained), and
+ * hardening: no core dumps, not dumpable, no_new_privs.  0, or -1 with err.  keyd
+ * (proxy_keyd.c) takes the same steps.
+ */
+int	proxy_privdrop(const struct passwd *pw, char *err, size_t errlen);
+int	proxy_harden(char *err, size_t errlen);
 
 /* proxy_reader.c: the root state reader */
 /* One sandbox record and its policy file's bytes, as read from the state dir. */
@@ -48,8 +56,14 @@ void	proxy_state_free(struct proxy_state *st);
  * (released with proxy_state_free()).  0, or -1 with err (st empty).
  */
 int	proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen);
-/* Forks the root reader (as root, before any other fd is open).  0, or -1 with err. */
-int	proxy_reader_start(char *err, size_t errlen);
+/*
+ * Forks the root reader (as root, before any other fd is open), which forks the keys
+ * process (proxy_keyd.c, dropping to pw) and links it to this process's control
+ * channel.  0, or -1 with err.
+ */
+int	proxy_reader_start(const struct passwd *pw, char *err, size_t errlen);
+/* Without the reader: forks keyd here (same uid) and links it.  0, or -1 with err. */
+int	proxy_keyd_start_local(char *err, size_t errlen);
 /* Ends the root reader, if there is one, and waits for it. */
 void	proxy_reader_stop(void);
 /*
@@ -59,9 +73,11 @@ void	proxy_reader_stop(void);
 int	proxy_state_read(struct proxy_state *st, char *err, size_t errlen);
 /*
  * The key material, through the root reader if there is one, into *out (one
- * reference, not installed; put it with proxy_keys_put()).  0, or -1 with err.
+ * reference, not installed; put it with proxy_keys_put()).  only: NULL for a
+ * reload, or the one sandbox an attach adds.  0, or -1 with err.
  */
-int	proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen);
+int	proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
+	    size_t errlen);
 
 /* proxy_registry.c: the sandbox registry */
 /*
