@@ -51,7 +51,7 @@
 #include "proxy_keymsg.h"
 
 #define KEYD_SET_MAX		4096	/* sandboxes in one set */
-#define KEYD_CHANNELS_MAX	1024	/* worker channels */
+#define KEYD_CHANNELS_MAX	512	/* worker channels (the soft RLIMIT_NOFILE is 1024) */
 #define KEYD_FDQ_MAX		4	/* descriptors received, not yet taken */
 
 /* One sandbox's CA as keyd holds it. */

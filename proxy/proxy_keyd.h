@@ -1,7 +1,7 @@
 /*
  * proxy/proxy_keyd.h: airlockd's keys process ("keyd", proxy_keyd.c) and the ends
- * that talk to it (proxy_keyd_client.c).  The messages are proxy_keymsg.h's, the
- * protocol docs/KEYS-PROTOCOL.md.
+ * that talk to it (proxy_keyd_client.c).  The messages are proxy_keymsg.h's; the
+ * protocol is in README.md ("The keys process").
  *
  * keyd holds every sandbox CA's private key and signs leaves; nothing else in
  * airlockd does.  It has three kinds of channel, each a socketpair end and each
@@ -101,6 +101,11 @@ void	proxy_child_stop(int *fd, pid_t *pid);
 /* Blocking I/O of whole buffers (EINTR retried); read_full gives up at deadline. */
 int	proxy_fd_write_full(int fd, const void *p, size_t len);
 int	proxy_fd_read_full(int fd, void *p, size_t len, long long deadline);
+/*
+ * One sendmsg() of len bytes on sock with descriptor fd attached (SCM_RIGHTS; -1:
+ * none).  What sendmsg() returns (EINTR retried): the caller sends any rest.
+ */
+ssize_t	proxy_fd_send_fd(int sock, const void *p, size_t len, int fd);
 /* Now + ms on CLOCK_MONOTONIC, in ms: a deadline for proxy_fd_read_full(). */
 long long proxy_deadline(int ms);
 

@@ -62,6 +62,36 @@ proxy_fd_write_full(int fd, const void *p, size_t len)
 	return 0;
 }
 
+ssize_t
+proxy_fd_send_fd(int sock, const void *p, size_t len, int fd)
+{
+	union {
+		struct cmsghdr	h;
+		char		b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { (void *)(uintptr_t)p, len };
+	struct cmsghdr *h;
+	struct msghdr msg;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof(msg));
+	memset(&cm, 0, sizeof(cm));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (fd >= 0) {
+		msg.msg_control = cm.b;
+		msg.msg_controllen = sizeof(cm.b);
+		h = CMSG_FIRSTHDR(&msg);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	}
+	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
+		;
+	return n;
+}
+
 long long
 proxy_deadline(int ms)
 {
@@ -376,14 +406,7 @@ proxy_keyd_chan_close(void)
 static int
 keyd_ctl_add(int fd, const char *label, char *err, size_t errlen)
 {
-	union {
-		struct cmsghdr	h;
-		char		b[CMSG_SPACE(sizeof(int))];
-	} cm;
 	struct keymsg_buf b = { 0 };
-	struct cmsghdr *h;
-	struct msghdr msg;
-	struct iovec iov;
 	struct keymsg m;
 	uint8_t *rbuf = NULL;
 	ssize_t n;
@@ -401,23 +424,7 @@ keyd_ctl_add(int fd, const char *label, char *err, size_t errlen)
 		proxy_fmt(err, errlen, "out of memory");
 		goto out;
 	}
-	memset(&msg, 0, sizeof(msg));
-	memset(&cm, 0, sizeof(cm));
-	iov.iov_base = b.kb_p;
-	iov.iov_len = b.kb_len;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = cm.b;
-	msg.msg_controllen = sizeof(cm.b);
-	h = CMSG_FIRSTHDR(&msg);
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &fd, sizeof(int));
-	while ((n = sendmsg(keyd_ctl_fd, &msg, MSG_NOSIGNAL)) == -1 &&
-	    errno == EINTR)
-		;
-	if (n == -1) {
+	if ((n = proxy_fd_send_fd(keyd_ctl_fd, b.kb_p, b.kb_len, fd)) == -1) {
 		proxy_fmt(err, errlen, "%s", keyd_io_str(errno));
 		goto broken;
 	}

@@ -1,6 +1,6 @@
 /*
  * proxy/proxy_keymsg.c: the keys process's message format (proxy_keymsg.h,
- * docs/KEYS-PROTOCOL.md).  Two tables say everything the decoder checks: what each
+ * README.md, "The keys process").  Two tables say everything the decoder checks: what each
  * tag's value must look like, and which tags each type carries how often.  The
  * encoder writes what the decoder reads; it is not trusted to: every receiver
  * decodes.

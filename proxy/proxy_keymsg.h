@@ -1,8 +1,8 @@
 /*
  * proxy/proxy_keymsg.h: the messages between airlockd and its keys process
  * (proxy_keyd.c), encoded and decoded.  Pure code: no I/O, no state, so that
- * tests/fuzz/fuzz_keymsg.c can run the decoder over any bytes.  The format is
- * docs/KEYS-PROTOCOL.md; in short:
+ * tests/fuzz/fuzz_keymsg.c can run the decoder over any bytes.  The format is in
+ * README.md ("The keys process"); in short:
  *
  *	header	u32 body length (big-endian), u16 type, u32 request id
  *	body	fields: u16 tag, u32 length, the bytes; nothing after the last
