@@ -474,8 +474,10 @@ proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
 			    "error (restart airlockd)");
 			return -1;
 		}
+		/* A name the reader would refuse (it ends on one) asks for all. */
 		req[0] = 'K';
-		if (only != NULL && (len = strlen(only)) <= SANDBOX_NAME_MAX) {
+		if (only != NULL && sandbox_name_is_valid(only)) {
+			len = strlen(only);
 			req[0] = 'A';
 			req[1] = (uint8_t)len;
 			memcpy(req + 2, only, len);
