@@ -9,9 +9,10 @@
  * set from the root reader (the names each sandbox's policy inspects, which the
  * reader computed from the policy files itself) and signs a leaf for a worker only
  * when the sandbox, the policy generation (its hash) and the name agree with that
- * set.  A compromised worker can still get leaves for its own sandboxes' inspected
- * names (it could use the connections anyway), each valid for a day; not a key,
- * not another name, not another sandbox's.
+ * set.  A compromised airlockd can still get leaves for the names the sandboxes'
+ * policies inspect, each under that sandbox's CA and valid for a day (connections
+ * it terminates anyway); never a key, never a leaf for another name.  A worker
+ * channel is not bound to one sandbox yet: the workers are threads of one process.
  *
  * keyd is forked as root at start-up (by the root reader, so that the reader talks
  * to it directly and airlockd's own children stay the reader and netwatch; by
