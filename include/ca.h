@@ -23,6 +23,7 @@
 #define AIRLOCK_CA_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -82,18 +83,24 @@ int	ca_is_constrained(const struct ca *ca);
 int	ca_cert_write_pem(const struct ca *ca, FILE *fp);
 
 /*
- * The CA's key and certificate as PEM, for airlockd's root state reader to hand to
- * the unprivileged process (which cannot read the 0600 key file).  *key is
- * OPENSSL_clear_free()d by the caller, *cert free()d.  Returns 0 or -1.
+ * The CA's certificate and key as DER (the key as PKCS#8), for airlockd's root
+ * state reader: the certificate goes to the unprivileged process, the key only to
+ * the keys process (proxy/proxy_keyd.c).  key NULL: the certificate only.  The
+ * caller releases *key with OPENSSL_clear_free() and *cert with OPENSSL_free().
+ * Returns 0 or -1.
  */
-int	ca_export_pem(const struct ca *ca, char **key, size_t *keylen, char **cert,
-	    size_t *certlen);
+int	ca_export_der(const struct ca *ca, uint8_t **key, size_t *keylen,
+	    uint8_t **cert, size_t *certlen);
 /*
- * The reverse: a CA from PEM bytes (key checked against the certificate; with
- * constrained, name constraints required).  NULL with err on failure.
+ * The reverse: a CA from DER bytes (with constrained, name constraints required).
+ * key NULL makes a certificate-only CA: its certificate and constraints serve
+ * chains, anchors and ca_name_is_permitted(), and ca_leaf_mint() refuses it.  With
+ * a key, the key is checked against the certificate.  NULL with err on failure.
  */
-struct ca *ca_load_pem(const char *key, size_t keylen, const char *cert,
-	    size_t certlen, int constrained, char *err, size_t errlen);
+struct ca *ca_load_der(const uint8_t *cert, size_t certlen, const uint8_t *key,
+	    size_t keylen, int constrained, char *err, size_t errlen);
+/* 1 if the CA holds its private key (it can sign), 0 if certificate-only. */
+int	ca_has_key(const struct ca *ca);
 
 /*
  * 1 if name (normalised first) is a valid DNS name, not a wildcard or an IP
@@ -111,7 +118,9 @@ EVP_PKEY *ca_leaf_key_new(void);
  * CA:FALSE, SKI/AKI, notBefore now - CA_LEAF_BACKDATE, notAfter now +
  * CA_LEAF_LIFETIME.  name goes through hostname_normalize(); wildcards and IP
  * literals are refused, and so is a name the CA's constraints do not permit (checked
- * before signing).  Returns CA_OK and *out (X509_free() it) or an enum ca_err.
+ * before signing).  Only leaf_key's public half is used: a public key alone will do.
+ * A certificate-only CA (ca_load_der() without a key) signs nothing: CA_ERR.
+ * Returns CA_OK and *out (X509_free() it) or an enum ca_err.
  * Thread-safe: ca and leaf_key are only read.
  */
 int	ca_leaf_mint(const struct ca *ca, const char *name, EVP_PKEY *leaf_key,
@@ -138,10 +147,19 @@ int	ca_leaf_cache_put(struct ca_leaf_cache *c, const char *name, X509 *x);
 size_t	ca_leaf_cache_count(struct ca_leaf_cache *c);
 
 /*
- * The proxy's one call: the cached leaf for name, or a new one minted and cached.
- * Returns CA_OK and *out (a new reference: X509_free() it), or an enum ca_err.
+ * The cached leaf for name, or a new one minted and cached.  Returns CA_OK and *out
+ * (a new reference: X509_free() it), or an enum ca_err.
  */
 int	ca_leaf_get(struct ca_leaf_cache *c, const struct ca *ca, const char *name,
 	    EVP_PKEY *leaf_key, X509 **out, char *err, size_t errlen);
+/*
+ * The same with the signing done elsewhere: on a miss, mint(arg, normalised name,
+ * out, err, errlen) makes the leaf (airlockd asks its keys process), which is then
+ * cached.  mint returns CA_OK and *out, or an enum ca_err with err set.
+ */
+typedef int (*ca_mint_fn)(void *arg, const char *name, X509 **out, char *err,
+	    size_t errlen);
+int	ca_leaf_get_fn(struct ca_leaf_cache *c, const char *name, ca_mint_fn mint,
+	    void *arg, X509 **out, char *err, size_t errlen);
 
 #endif

@@ -21,7 +21,14 @@
  *
  * Privileges.  airlockd binds, opens the audit log and the control socket as root,
  * then drops to config.user.  Before any of that it forks the root state reader
- * (proxy_reader.c), which alone keeps root to read the records and policy files.
+ * (proxy_reader.c), which alone keeps root to read the records and policy files,
+ * and which forks the keys process (proxy_keyd.c), the one holder of the CA keys.
+ * The processes, and what each holds:
+ *	airlockd (config.user)	workers, DNS, control socket; the vault's values,
+ *				the CA certificates, its own leaf key and leaves
+ *	  reader (root)		reads records, policies, vault, CAs; no input
+ *	    keyd (config.user)	the sandbox CAs' private keys; signs leaves
+ *	  netwatch (root)	reinstalls airlock's nftables tables
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -54,8 +61,10 @@
 #include "proxy_path.h"
 #include "proxy_core.h"
 #include "proxy_dns.h"
+#include "proxy_keyd.h"
 #include "proxy_netwatch.h"
 #include "proxy_keys.h"
+#include "proxy_proc.h"
 #include "vault.h"
 
 /*
@@ -93,35 +102,6 @@ proxy_bind(int type, uint16_t port, const char *what, char *err, size_t errlen)
 }
 
 /*
- * Becomes pw for good: groups, gid, uid (real, effective, saved), then checks that
- * root cannot be regained.  Returns 0, or -1 with err.
- */
-static int
-proxy_privdrop(const struct passwd *pw, char *err, size_t errlen)
-{
-	uid_t r, e, s;
-	gid_t gid = pw->pw_gid;
-
-	if (setgroups(1, &gid) == -1 ||
-	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
-	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
-		proxy_fmt(err, errlen, "dropping privileges to %s: %s", pw->pw_name,
-		    strerror(errno));
-		return -1;
-	}
-	if (getresuid(&r, &e, &s) == -1 || r != pw->pw_uid || e != pw->pw_uid ||
-	    s != pw->pw_uid) {
-		proxy_fmt(err, errlen, "dropping privileges: uid not changed");
-		return -1;
-	}
-	if (setuid(0) != -1 || seteuid(0) != -1 || setgroups(0, NULL) != -1) {
-		proxy_fmt(err, errlen, "dropping privileges: root could be regained");
-		return -1;
-	}
-	return 0;
-}
-
-/*
  * Two sockets per proxied connection: the usual soft limit of 1024 open files
  * would refuse connections past about 500.  As root (before the drop) the hard
  * limit is first raised to PROXY_NOFILE when lower, then the soft one to the hard.
@@ -139,21 +119,6 @@ proxy_raise_nofile(void)
 	rl.rlim_cur = rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
 		log_warn("raising the open-files limit");
-}
-
-/* No core dumps, no ptrace by the same uid, no new privileges through exec. */
-static int
-proxy_harden(char *err, size_t errlen)
-{
-	struct rlimit rl = { 0, 0 };
-
-	if (setrlimit(RLIMIT_CORE, &rl) == -1 ||
-	    prctl(PR_SET_DUMPABLE, 0) == -1 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
-		proxy_fmt(err, errlen, "hardening: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
 }
 
 /*
@@ -319,21 +284,34 @@ proxy_main(const struct proxy_opts *o)
 			    proxy_cfg.user);
 			return 1;
 		}
-		/* Before any other fd is open: the reader inherits nothing else. */
-		if (proxy_reader_start(err, sizeof(err)) == -1) {
+		/*
+		 * Before any other fd is open: the reader, and keyd which it
+		 * forks, inherit nothing else.
+		 */
+		if (proxy_reader_start(pw, err, sizeof(err)) == -1) {
 			log_warnx("%s", err);
 			return 1;
 		}
 		/* Root too: it reinstalls airlock's tables (proxy_netwatch.c). */
-		if (proxy_netwatch_start(&proxy_cfg, proxy_reader_fd, err,
-		    sizeof(err)) == -1) {
+		if (proxy_netwatch_start(&proxy_cfg, err, sizeof(err)) == -1) {
 			log_warnx("%s", err);
+			proxy_keyd_client_stop();
 			proxy_reader_stop();
 			return 1;
 		}
-	} else
+	} else {
 		log_warnx("not started as root: running as uid %u without "
 		    "dropping privileges", (unsigned int)geteuid());
+		/*
+		 * keyd all the same (same uid: not dumpable, so this process
+		 * cannot read its memory either): the CA keys are read here,
+		 * sent to it and wiped (proxy_reader.c, proxy_keys_make()).
+		 */
+		if (proxy_keyd_start_local(err, sizeof(err)) == -1) {
+			log_warnx("%s", err);
+			return 1;
+		}
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((ctl_fd = proxy_ctl_open(proxy_cfg.control_socket, err,
@@ -461,6 +439,9 @@ proxy_main(const struct proxy_opts *o)
 	if (proxy_log != NULL)
 		audit_close(proxy_log);
 	proxy_log = NULL;
+	/* keyd ends with its control channel (the reader waits for it). */
+	proxy_keyd_client_stop();
+	proxy_keyd_unlink();
 	proxy_reader_stop();
 	return ret;
 }

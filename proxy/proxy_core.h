@@ -19,6 +19,7 @@
 #include "proxy_registry.h"
 #include "sandbox.h"
 
+struct passwd;
 struct proxy_keys;
 
 /* proxy_threads.c: the worker threads */
@@ -58,8 +59,14 @@ void	proxy_state_free(struct proxy_state *st);
  * (released with proxy_state_free()).  0, or -1 with err (st empty).
  */
 int	proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen);
-/* Forks the root reader (as root, before any other fd is open).  0, or -1 with err. */
-int	proxy_reader_start(char *err, size_t errlen);
+/*
+ * Forks the root reader (as root, before any other fd is open), which forks the keys
+ * process (proxy_keyd.c, dropping to pw) and links it to this process's control
+ * channel.  0, or -1 with err.
+ */
+int	proxy_reader_start(const struct passwd *pw, char *err, size_t errlen);
+/* Without the reader: forks keyd here (same uid) and links it.  0, or -1 with err. */
+int	proxy_keyd_start_local(char *err, size_t errlen);
 /* Ends the root reader, if there is one, and waits for it. */
 void	proxy_reader_stop(void);
 /*
@@ -69,9 +76,11 @@ void	proxy_reader_stop(void);
 int	proxy_state_read(struct proxy_state *st, char *err, size_t errlen);
 /*
  * The key material, through the root reader if there is one, into *out (one
- * reference, not installed; put it with proxy_keys_put()).  0, or -1 with err.
+ * reference, not installed; put it with proxy_keys_put()).  only: NULL for a
+ * reload, or the one sandbox an attach adds.  0, or -1 with err.
  */
-int	proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen);
+int	proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
+	    size_t errlen);
 
 /* proxy_reload.c: reload and the control commands */
 /*

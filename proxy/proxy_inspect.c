@@ -1229,8 +1229,8 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 0);
 		return -1;
 	}
-	if (ca_leaf_get(ca->pc_cache, ca->pc_ca, c->pc_name, proxy_keys_leaf_key(),
-	    &leaf, err, sizeof(err)) != CA_OK) {
+	/* A cache miss asks keyd and waits (2 s at most): refused, never spliced. */
+	if (proxy_keys_leaf(ca, c->pc_name, &leaf, err, sizeof(err)) != CA_OK) {
 		log_warnx("sandbox %s: no leaf for %s: %s", pi_sandbox(c), c->pc_name,
 		    err);
 		proxy_conn_close(c, PR_STR(INSPECT_UNAVAILABLE), 1);

@@ -1,17 +1,19 @@
 /*
- * proxy/proxy_keys.c: the key material of airlockd (see proxy_keys.h): built as
+ * proxy/proxy_keys.c: the key material of airlockd (see proxy_keys.h): collected as
  * root by the state reader, parsed and held by the unprivileged process.
  *
  * The image (both ends are the same binary; integers are native uint32_t):
- *	"AKM1"
+ *	"AKM3"
  *	vault status (0 loaded, 1 absent, 2 error), blob error text
  *	nsecrets, per secret: blob name, blob placeholder, nhosts, blob host...,
  *	    blob value
- *	host CA present (0/1) [, blob certificate PEM]
+ *	host CA present (0/1) [, blob certificate DER]
  *	ncas, per sandbox: blob name, blob policy hash, status (0 ok), blob error,
- *	    [blob key PEM, blob certificate PEM when ok]
- * A blob is a uint32_t length and the bytes.  Buffers that held values or keys are
- * wiped before they are freed.
+ *	    [blob certificate DER when ok]
+ * A blob is a uint32_t length and the bytes.  Buffers that held values are wiped
+ * before they are freed.  No CA private key is in it (AKM2 carried them): the
+ * reader gives those to the keys process alone (proxy_keyd.c), before it writes the
+ * image, and an entry is "ok" only once the keys process took its key.
  *
  * A sandbox's CA goes in together with its policy or not at all (issue 11: a refused
  * reload used to leave the sandbox's old policy without a CA).  So each CA entry
@@ -21,7 +23,9 @@
  * with.  The reader makes (or reissues) a CA on disk only for a policy that will be
  * accepted as far as it can tell: one that loads and passes the vault binding check
  * (proxy_keys_check_policy) against the vault in this same image, so a typo or a bad
- * binding never rotates the CA the VM trusts.
+ * binding never rotates the CA the VM trusts.  The keys process follows the same
+ * rule: the reader has it keep a sandbox's entry for the policy kept
+ * (proxy_keyd_client.c), so the kept policy still gets leaves.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,18 +35,19 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include "ca.h"
 #include "hostname.h"
 #include "log.h"
 #include "policy.h"
+#include "proxy_keyd.h"
+#include "proxy_keymsg.h"
 #include "proxy_keys.h"
 #include "proxy_scan.h"
 #include "vault.h"
 
-#define PK_MAGIC	"AKM2"
+#define PK_MAGIC	"AKM3"
 #define PK_BLOB_MAX	(VAULT_VALUE_MAX + 1024)
 #define PK_CAS_MAX	4096
 #define PK_LEAF_CACHE	1024
@@ -56,58 +61,24 @@ static pthread_once_t proxy_leaf_once = PTHREAD_ONCE_INIT;
 static unsigned long long proxy_keys_gen;	/* atomic: the last pk_gen */
 
 /*
- * A growing buffer that wipes what it leaves behind.
+ * The image is built in proxy_keymsg.c's growing buffer, which wipes what it
+ * leaves behind (struct keymsg_buf, keymsg_buf_put()).
  */
-struct pk_buf {
-	uint8_t	*p;
-	size_t	 len;
-	size_t	 cap;
-	int	 failed;
-};
-
 static void
-pk_put(struct pk_buf *b, const void *d, size_t n)
+pk_u32(struct keymsg_buf *b, uint32_t v)
 {
-	uint8_t *np;
-	size_t cap;
-
-	if (b->failed)
-		return;
-	if (b->len + n > b->cap) {
-		cap = b->cap != 0 ? b->cap : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		if ((np = malloc(cap)) == NULL) {
-			b->failed = 1;
-			return;
-		}
-		if (b->len > 0)
-			memcpy(np, b->p, b->len);
-		if (b->p != NULL)
-			OPENSSL_clear_free(b->p, b->cap);
-		b->p = np;
-		b->cap = cap;
-	}
-	if (n > 0)
-		memcpy(b->p + b->len, d, n);
-	b->len += n;
+	keymsg_buf_put(b, &v, sizeof(v));
 }
 
 static void
-pk_u32(struct pk_buf *b, uint32_t v)
-{
-	pk_put(b, &v, sizeof(v));
-}
-
-static void
-pk_blob(struct pk_buf *b, const void *d, size_t n)
+pk_blob(struct keymsg_buf *b, const void *d, size_t n)
 {
 	pk_u32(b, (uint32_t)n);
-	pk_put(b, d, n);
+	keymsg_buf_put(b, d, n);
 }
 
 static void
-pk_str(struct pk_buf *b, const char *s)
+pk_str(struct keymsg_buf *b, const char *s)
 {
 	pk_blob(b, s, strlen(s));
 }
@@ -134,7 +105,7 @@ pk_inspect_names(const struct policy *p, const char **v)
 }
 
 static void
-pk_build_vault(const char *state_dir, struct pk_buf *b)
+pk_build_vault(const char *state_dir, struct keymsg_buf *b)
 {
 	struct vault *v = NULL;
 	struct vault_info vi;
@@ -189,126 +160,246 @@ pk_build_vault(const char *state_dir, struct pk_buf *b)
 }
 
 static void
-pk_build_hostca(const char *state_dir, struct pk_buf *b)
+pk_build_hostca(const char *state_dir, struct keymsg_buf *b)
 {
 	struct ca *ca;
-	char err[256], *key = NULL, *cert = NULL;
-	size_t klen = 0, clen = 0;
+	uint8_t *cert = NULL;
+	size_t clen = 0;
+	char err[256];
 
+	/* The certificate only: the host CA's key never leaves its file here. */
 	if ((ca = ca_load(state_dir, NULL, NULL, err, sizeof(err))) == NULL ||
-	    ca_export_pem(ca, &key, &klen, &cert, &clen) == -1) {
+	    ca_export_der(ca, NULL, NULL, &cert, &clen) == -1) {
 		pk_u32(b, 0);
 		ca_free(ca);
 		return;
 	}
 	pk_u32(b, 1);
-	pk_blob(b, cert, clen);	/* the certificate only: never the host CA's key */
-	OPENSSL_clear_free(key, klen);
-	free(cert);
+	pk_blob(b, cert, clen);
+	OPENSSL_free(cert);
 	ca_free(ca);
 }
 
 static void
-pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
-    const struct proxy_keys *kv, struct pk_buf *b, int *counted)
+pk_kb_ca_clear(struct proxy_kb_ca *c)
 {
-	struct policy *p;
+	size_t i;
+
+	free(c->kc_sandbox);
+	OPENSSL_free(c->kc_cert);
+	if (c->kc_key != NULL)
+		OPENSSL_clear_free(c->kc_key, c->kc_keylen);
+	for (i = 0; i < c->kc_nnames; i++)
+		free(c->kc_names[i]);
+	free(c->kc_names);
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * One record: what becomes of its policy (enum proxy_kb_state), and for a policy
+ * that inspects, its CA synced to the names (as root: this may write a new CA).
+ * -1 only when out of memory.
+ */
+static int
+pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
+    const struct proxy_keys *kv, struct proxy_kb_ca *c)
+{
+	struct policy *p = NULL;
 	struct ca *ca = NULL;
 	const char **names = NULL;
-	char err[256], *key = NULL, *cert = NULL;
-	size_t n, klen = 0, clen = 0;
-	int reissued = 0;
+	char err[256];
+	size_t n, i;
+	int reissued = 0, rv = -1;
 
-	*counted = 0;
+	memset(c, 0, sizeof(*c));
+	c->kc_state = PK_REFUSED;
+	if ((c->kc_sandbox = strdup(s->ks_sandbox)) == NULL)
+		return -1;
 	if (s->ks_policy == NULL ||
 	    (p = policy_load_buf(s->ks_policy, s->ks_len, "policy", NULL)) == NULL)
-		return;		/* no policy in force: nothing to inspect */
-	if ((names = calloc(p->p_nrules + 1, sizeof(*names))) == NULL) {
-		policy_free(p);
-		return;
-	}
-	if ((n = pk_inspect_names(p, names)) == 0)
-		goto out;
+		return 0;	/* the unprivileged side keeps the previous one */
+	snprintf(c->kc_hash, sizeof(c->kc_hash), "%s", p->p_hash);
 	/* The unprivileged side refuses it for this: leave its CA as it is. */
-	if (proxy_keys_check_policy(kv, p, err, sizeof(err)) == -1)
+	if (proxy_keys_check_policy(kv, p, err, sizeof(err)) == -1) {
+		rv = 0;
 		goto out;
-	*counted = 1;
-	pk_str(b, s->ks_sandbox);
-	pk_str(b, p->p_hash);
+	}
+	if ((names = calloc(p->p_nrules + 1, sizeof(*names))) == NULL)
+		goto out;
+	if ((n = pk_inspect_names(p, names)) == 0) {
+		c->kc_state = PK_NONE;
+		rv = 0;
+		goto out;
+	}
+	c->kc_state = PK_CAFAIL;
 	if (ca_sandbox_sync(state_dir, s->ks_sandbox, names, n, &reissued, err,
 	    sizeof(err)) != CA_OK ||
 	    (ca = ca_load(state_dir, s->ks_sandbox, NULL, err, sizeof(err))) == NULL) {
-		pk_u32(b, 1);
-		pk_str(b, err);
+		snprintf(c->kc_error, sizeof(c->kc_error), "%s", err);
+		rv = 0;
 		goto out;
 	}
-	if (ca_export_pem(ca, &key, &klen, &cert, &clen) == -1) {
-		pk_u32(b, 1);
-		pk_str(b, "cannot export the CA");
+	if (ca_export_der(ca, &c->kc_key, &c->kc_keylen, &c->kc_cert,
+	    &c->kc_certlen) == -1) {
+		snprintf(c->kc_error, sizeof(c->kc_error), "cannot export the CA");
+		rv = 0;
 		goto out;
+	}
+	if ((c->kc_names = calloc(n, sizeof(*c->kc_names))) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if ((c->kc_names[i] = strdup(names[i])) == NULL)
+			goto out;
+		c->kc_nnames++;
 	}
 	if (reissued)
 		log_warnx("sandbox %s: the names its policy inspects changed: made a "
 		    "new CA; give the VM `airlock ca cert %s`", s->ks_sandbox,
 		    s->ks_sandbox);
-	pk_u32(b, 0);
-	pk_str(b, "");
-	pk_blob(b, key, klen);
-	pk_blob(b, cert, clen);
+	c->kc_state = PK_FRESH;
+	rv = 0;
  out:
-	if (key != NULL)
-		OPENSSL_clear_free(key, klen);
-	free(cert);
 	ca_free(ca);
 	free(names);
 	policy_free(p);
+	return rv;
+}
+
+struct proxy_keys_build {
+	struct keymsg_buf	 kb_head;	/* the image up to its CA entries */
+	struct proxy_kb_ca *kb_cas;	/* one per record */
+	size_t		 kb_ncas;
+};
+
+void
+proxy_keys_build_free(struct proxy_keys_build *kb)
+{
+	size_t i;
+
+	if (kb == NULL)
+		return;
+	for (i = 0; i < kb->kb_ncas; i++)
+		pk_kb_ca_clear(&kb->kb_cas[i]);
+	free(kb->kb_cas);
+	keymsg_buf_free(&kb->kb_head);
+	free(kb);
+}
+
+struct proxy_keys_build *
+proxy_keys_collect(const char *state_dir, const struct proxy_keys_src *src,
+    size_t n)
+{
+	struct proxy_keys_build *kb;
+	struct proxy_keys *kv = NULL;
+	uint32_t none = 0;
+	char err[256];
+	size_t i;
+
+	if ((kb = calloc(1, sizeof(*kb))) == NULL)
+		return NULL;
+	if (n > PK_CAS_MAX)
+		n = PK_CAS_MAX;
+	if (n > 0 && (kb->kb_cas = calloc(n, sizeof(*kb->kb_cas))) == NULL)
+		goto fail;
+	keymsg_buf_put(&kb->kb_head, PK_MAGIC, 4);
+	pk_build_vault(state_dir, &kb->kb_head);
+	pk_build_hostca(state_dir, &kb->kb_head);
+	/* The vault as the unprivileged side will see it, for the binding check. */
+	keymsg_buf_put(&kb->kb_head, &none, sizeof(none));
+	if (!kb->kb_head.kb_failed) {
+		kv = proxy_keys_parse(kb->kb_head.kb_p, kb->kb_head.kb_len, err,
+		    sizeof(err));
+		kb->kb_head.kb_len -= sizeof(none);
+	}
+	for (i = 0; i < n; i++) {
+		kb->kb_ncas++;
+		if (pk_build_ca(state_dir, &src[i], kv, &kb->kb_cas[i]) == -1)
+			goto fail;
+	}
+	proxy_keys_put(kv);
+	if (kb->kb_head.kb_failed)
+		goto fail;
+	return kb;
+ fail:
+	proxy_keys_put(kv);
+	proxy_keys_build_free(kb);
+	return NULL;
+}
+
+size_t
+proxy_keys_build_count(const struct proxy_keys_build *kb)
+{
+	return kb->kb_ncas;
+}
+
+const struct proxy_kb_ca *
+proxy_keys_build_ca(const struct proxy_keys_build *kb, size_t i)
+{
+	return i < kb->kb_ncas ? &kb->kb_cas[i] : NULL;
+}
+
+int
+proxy_keys_image(const struct proxy_keys_build *kb, const char *keyd_err,
+    uint8_t **out, size_t *outlen)
+{
+	struct keymsg_buf b = { 0 };
+	const struct proxy_kb_ca *c;
+	char err[256];
+	uint32_t ncas = 0;
+	size_t i;
+
+	*out = NULL;
+	*outlen = 0;
+	for (i = 0; i < kb->kb_ncas; i++)
+		if (kb->kb_cas[i].kc_state == PK_FRESH ||
+		    kb->kb_cas[i].kc_state == PK_CAFAIL)
+			ncas++;
+	keymsg_buf_put(&b, kb->kb_head.kb_p, kb->kb_head.kb_len);
+	pk_u32(&b, ncas);
+	for (i = 0; i < kb->kb_ncas; i++) {
+		c = &kb->kb_cas[i];
+		if (c->kc_state != PK_FRESH && c->kc_state != PK_CAFAIL)
+			continue;
+		pk_str(&b, c->kc_sandbox);
+		pk_str(&b, c->kc_hash);
+		if (c->kc_state == PK_CAFAIL || keyd_err != NULL) {
+			/* Without the keys process nothing can be signed. */
+			if (c->kc_state == PK_FRESH)
+				snprintf(err, sizeof(err), "keys process: %s",
+				    keyd_err);
+			pk_u32(&b, 1);
+			pk_str(&b, c->kc_state == PK_FRESH ? err : c->kc_error);
+			continue;
+		}
+		pk_u32(&b, 0);
+		pk_str(&b, "");
+		pk_blob(&b, c->kc_cert, c->kc_certlen);	/* never the key */
+	}
+	/* Shrink so that the caller frees (and wipes) exactly len bytes. */
+	if (b.kb_failed || (*out = malloc(b.kb_len)) == NULL) {
+		keymsg_buf_free(&b);
+		return -1;
+	}
+	memcpy(*out, b.kb_p, b.kb_len);
+	*outlen = b.kb_len;
+	keymsg_buf_free(&b);
+	return 0;
 }
 
 int
 proxy_keys_build(const char *state_dir, const struct proxy_keys_src *src, size_t n,
     uint8_t **out, size_t *outlen)
 {
-	struct pk_buf b = { NULL, 0, 0, 0 }, cas = { NULL, 0, 0, 0 };
-	struct proxy_keys *kv = NULL;
-	uint32_t none = 0;
-	size_t i, ncas = 0;
-	char err[256];
-	int counted;
+	struct proxy_keys_build *kb;
+	int rv;
 
 	*out = NULL;
 	*outlen = 0;
-	pk_put(&b, PK_MAGIC, 4);
-	pk_build_vault(state_dir, &b);
-	pk_build_hostca(state_dir, &b);
-	/* The vault as the unprivileged side will see it, for the binding check. */
-	pk_put(&b, &none, sizeof(none));
-	if (!b.failed) {
-		kv = proxy_keys_parse(b.p, b.len, err, sizeof(err));
-		b.len -= sizeof(none);
-	}
-	for (i = 0; i < n && i < PK_CAS_MAX; i++) {
-		pk_build_ca(state_dir, &src[i], kv, &cas, &counted);
-		ncas += (size_t)counted;
-	}
-	proxy_keys_put(kv);
-	pk_u32(&b, (uint32_t)ncas);
-	pk_put(&b, cas.p, cas.len);
-	if (cas.p != NULL)
-		OPENSSL_clear_free(cas.p, cas.cap);
-	if (b.failed || cas.failed) {
-		if (b.p != NULL)
-			OPENSSL_clear_free(b.p, b.cap);
+	if ((kb = proxy_keys_collect(state_dir, src, n)) == NULL)
 		return -1;
-	}
-	/* Shrink so that the caller frees (and wipes) exactly len bytes. */
-	if ((*out = malloc(b.len)) == NULL) {
-		OPENSSL_clear_free(b.p, b.cap);
-		return -1;
-	}
-	memcpy(*out, b.p, b.len);
-	*outlen = b.len;
-	OPENSSL_clear_free(b.p, b.cap);
-	return 0;
+	rv = proxy_keys_image(kb, NULL, out, outlen);
+	proxy_keys_build_free(kb);
+	return rv;
 }
 
 /*
@@ -462,8 +553,8 @@ pk_parse_secret(struct pk_rd *r, struct proxy_secret *s)
 static int
 pk_parse_ca(struct pk_rd *r, struct proxy_sbca *c)
 {
-	const uint8_t *key, *cert;
-	size_t klen, clen;
+	const uint8_t *cert;
+	size_t clen;
 	char *e;
 
 	if ((c->pc_sandbox = pk_get_str(r)) == NULL ||
@@ -481,11 +572,11 @@ pk_parse_ca(struct pk_rd *r, struct proxy_sbca *c)
 	if ((e = pk_get_str(r)) == NULL)
 		return -1;
 	free(e);
-	if ((key = pk_get_blob(r, &klen)) == NULL ||
-	    (cert = pk_get_blob(r, &clen)) == NULL)
+	if ((cert = pk_get_blob(r, &clen)) == NULL)
 		return -1;
-	c->pc_ca = ca_load_pem((const char *)key, klen, (const char *)cert, clen,
-	    1, c->pc_error, sizeof(c->pc_error));
+	/* The certificate only: the keys process (proxy_keyd.c) signs. */
+	c->pc_ca = ca_load_der(cert, clen, NULL, 0, 1, c->pc_error,
+	    sizeof(c->pc_error));
 	if (c->pc_ca != NULL &&
 	    (c->pc_cache = ca_leaf_cache_new(PK_LEAF_CACHE)) == NULL) {
 		ca_free(c->pc_ca);
@@ -567,11 +658,11 @@ proxy_keys_parse(const uint8_t *img, size_t len, char *err, size_t errlen)
 	struct pk_rd r = { img, len, 0 };
 	struct proxy_keys *k;
 	const uint8_t *cert;
+	const unsigned char *p;
 	size_t n, i;
 	uint32_t st, cnt;
 	char *e = NULL;
 	X509 *x;
-	BIO *bio;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -603,12 +694,13 @@ proxy_keys_parse(const uint8_t *img, size_t len, char *err, size_t errlen)
 	if (pk_get_u32(&r) == 1) {
 		if ((cert = pk_get_blob(&r, &n)) == NULL)
 			goto bad;
-		if ((bio = BIO_new_mem_buf(cert, (int)n)) == NULL)
-			goto nomem;
-		x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
-		BIO_free(bio);
-		if (x == NULL)
+		p = cert;
+		if ((x = d2i_X509(NULL, &p, (long)n)) == NULL)
 			goto bad;
+		if (p != cert + n) {
+			X509_free(x);
+			goto bad;
+		}
 		if (pk_anchor_add(k, x) == -1) {
 			X509_free(x);
 			goto nomem;
@@ -963,4 +1055,27 @@ proxy_keys_leaf_key(void)
 {
 	pthread_once(&proxy_leaf_once, pk_leaf_key_init);
 	return proxy_leaf_key;
+}
+
+/* proxy_keys_leaf()'s minter: the keys process signs, for c's policy. */
+static int
+pk_mint(void *arg, const char *name, X509 **out, char *err, size_t errlen)
+{
+	const struct proxy_sbca *c = arg;
+
+	return proxy_keyd_mint(c->pc_sandbox, c->pc_policy_hash, name, c->pc_ca,
+	    proxy_keys_leaf_key(), out, err, errlen);
+}
+
+int
+proxy_keys_leaf(const struct proxy_sbca *c, const char *name, X509 **out,
+    char *err, size_t errlen)
+{
+	*out = NULL;
+	if (c->pc_ca == NULL || c->pc_cache == NULL) {
+		snprintf(err, errlen, "no interception CA: %s", c->pc_error);
+		return CA_ERR;
+	}
+	return ca_leaf_get_fn(c->pc_cache, name, pk_mint, (void *)(uintptr_t)c,
+	    out, err, errlen);
 }

@@ -4,16 +4,29 @@
  * contexts (proxy_tls.c) and the inspecting connection (proxy_inspect*.c).
  *
  * Key material.  vault.key and the CA keys are 0600 root files, and airlockd runs as
- * an unprivileged user after start-up, so the root reader (proxy_reader.c) builds one
- * image of everything the proxy needs -- every secret's name, placeholder, bound
- * hosts and value; the host CA's certificate; per sandbox whose policy inspects, the
- * CA synced to the names it inspects (ca_sandbox_sync, as root: it may write a new
- * CA) with its key -- and hands the bytes over the reader's socket, at start and on
- * every reload.  The reader takes no argument from the unprivileged side: it parses
- * the policies itself to learn the names, so a compromised worker cannot ask it for
- * a CA constrained to other names.  The unprivileged side parses the image into an
- * immutable, reference-counted struct proxy_keys that connections hold while they
- * use it; a reload swaps the current one.
+ * an unprivileged user after start-up, so the root reader (proxy_reader.c) collects
+ * what the proxy needs -- every secret's name, placeholder, bound hosts and value;
+ * the host CA's certificate; per sandbox whose policy inspects, the CA synced to the
+ * names it inspects (ca_sandbox_sync, as root: it may write a new CA) -- at start and
+ * on every reload.  The reader takes no argument from the unprivileged side but
+ * which sandbox an attach adds: it parses the policies itself to learn the names, so
+ * a compromised worker cannot ask it for a CA constrained to other names.
+ *
+ * CA private keys never reach the process that parses the VMs' bytes.  The reader
+ * sends each sandbox CA's key, with the policy hash and the inspected names, to the
+ * keys process (proxy_keyd.c, "keyd": unprivileged, no input from the VMs) and waits
+ * for its answer; then it hands the proxy an image of everything else, the CA
+ * *certificates* only (chains, anchors), over its socket.  A worker that needs a
+ * leaf not in its cache (ca_leaf_cache, per CA entry) sends keyd the sandbox, the
+ * name, the policy hash of its CA entry and the public half of the process's one
+ * leaf key; keyd signs only a name that sandbox's policy in force inspects
+ * (README.md, "The keys process").  Without keyd, or when it refused the keys, the
+ * image's entries say so and inspection fails closed (inspect_unavailable).  Not
+ * started as root there is no reader: this process collects, sends the keys to
+ * keyd itself and wipes them before the image is parsed.
+ *
+ * The unprivileged side parses the image into an immutable, reference-counted struct
+ * proxy_keys that connections hold while they use it; a reload swaps the current one.
  *
  * Secret values are decrypted once per load and kept on the heap (wiped with
  * OPENSSL_clear_free on release, as is every buffer of the image): the redaction of
@@ -45,7 +58,7 @@ struct proxy_secret {
 	size_t		 ps_vlen;
 };
 
-/* One sandbox's interception CA and its leaf cache. */
+/* One sandbox's interception CA (its certificate: keyd holds the key) and leaves. */
 struct proxy_sbca {
 	char		*pc_sandbox;
 	char		 pc_policy_hash[65];	/* the policy it was synced for */
@@ -89,12 +102,55 @@ struct proxy_keys_src {
 	size_t		 ks_len;
 };
 
+/*
+ * What the root side collected for one record (proxy_keys_collect()): what becomes
+ * of its policy, and for one that inspects, its CA with the key, for keyd.
+ */
+enum proxy_kb_state {
+	PK_FRESH,	/* loads, passes the vault check, inspects: kc_cert, kc_key */
+	PK_CAFAIL,	/* ... but its CA could not be made: kc_error */
+	PK_NONE,	/* loads, passes, inspects nothing: needs no CA */
+	PK_REFUSED,	/* unreadable, does not load, or fails the vault check */
+};
+
+struct proxy_kb_ca {
+	char		*kc_sandbox;
+	char		 kc_hash[65];		/* "" when the policy did not load */
+	enum proxy_kb_state kc_state;
+	char		 kc_error[256];
+	uint8_t		*kc_cert;		/* DER */
+	size_t		 kc_certlen;
+	uint8_t		*kc_key;		/* PKCS#8 DER, wiped on free */
+	size_t		 kc_keylen;
+	char		**kc_names;		/* the inspected patterns */
+	size_t		 kc_nnames;
+};
+
+struct proxy_keys_build;
+
 /* proxy_keys.c */
 /*
- * Root side: the key-material image of state_dir for the sandboxes in src.  Never
- * fails for a missing vault or CA (the image says so); -1 only when out of memory.
- * *out is released with proxy_keys_image_free() (it holds secret values).
+ * Root side: everything of state_dir the image and keyd need, for the sandboxes in
+ * src (vault, host CA certificate, each record's outcome and CA).  Never fails for a
+ * missing vault or CA (the outcome says so); NULL only when out of memory.  Release
+ * with proxy_keys_build_free() (it holds secret values and CA keys: wiped).
  */
+struct proxy_keys_build *proxy_keys_collect(const char *state_dir,
+	    const struct proxy_keys_src *src, size_t n);
+void	proxy_keys_build_free(struct proxy_keys_build *kb);
+/* The records collected, in src's order. */
+size_t	proxy_keys_build_count(const struct proxy_keys_build *kb);
+const struct proxy_kb_ca *proxy_keys_build_ca(const struct proxy_keys_build *kb,
+	    size_t i);
+/*
+ * The image of kb for the unprivileged side: CA certificates, never a CA key.
+ * keyd_err non-NULL: keyd did not take the keys, and every CA entry says so (no
+ * leaf can be signed).  0, or -1 when out of memory.  *out is released with
+ * proxy_keys_image_free() (it holds secret values).
+ */
+int	proxy_keys_image(const struct proxy_keys_build *kb, const char *keyd_err,
+	    uint8_t **out, size_t *outlen);
+/* collect + image, as if keyd took the keys (tests: no keyd there). */
 int	proxy_keys_build(const char *state_dir, const struct proxy_keys_src *src,
 	    size_t n, uint8_t **out, size_t *outlen);
 void	proxy_keys_image_free(uint8_t *img, size_t len);
@@ -138,5 +194,13 @@ int	proxy_keys_for_policy(const struct proxy_keys *k, const char *sandbox,
 int	proxy_keys_is_anchor(const struct proxy_keys *k, X509 *x);
 /* The process's one leaf key (made on first use, before the privilege drop). */
 EVP_PKEY *proxy_keys_leaf_key(void);
+/*
+ * The leaf for name (a connection's normalised host) under c: from c's cache, or
+ * signed by keyd for c's sandbox and policy hash and cached.  CA_OK and *out (a
+ * new reference), or an enum ca_err with err (keyd refused, gone, or too slow).
+ * Called in a worker thread (its own keyd channel, proxy_keyd_client.c).
+ */
+int	proxy_keys_leaf(const struct proxy_sbca *c, const char *name, X509 **out,
+	    char *err, size_t errlen);
 
 #endif

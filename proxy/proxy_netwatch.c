@@ -16,7 +16,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -32,6 +31,7 @@
 #include "netctl.h"
 #include "proxy_globals.h"
 #include "proxy_netwatch.h"
+#include "proxy_proc.h"
 
 #define PROXY_NETWATCH_PERIOD_MS	10000
 #define PROXY_NETWATCH_SETTLE_MS	20	/* quiet time after an event burst */
@@ -138,8 +138,7 @@ proxy_nw_main(int fd, const struct airlock_config *cfg)
 }
 
 int
-proxy_netwatch_start(const struct airlock_config *cfg, int close_fd, char *err,
-    size_t errlen)
+proxy_netwatch_start(const struct airlock_config *cfg, char *err, size_t errlen)
 {
 	int sv[2];
 	pid_t pid;
@@ -156,10 +155,9 @@ proxy_netwatch_start(const struct airlock_config *cfg, int close_fd, char *err,
 		return -1;
 	}
 	if (pid == 0) {
-		close(sv[0]);
-		if (close_fd != -1)
-			close(close_fd);
-		if (prctl(PR_SET_DUMPABLE, 0) == -1)
+		/* airlockd's ends (the reader's, keyd's control channel) stay out. */
+		if (proxy_close_fds_except(&sv[1], 1) == -1 ||
+		    prctl(PR_SET_DUMPABLE, 0) == -1)
 			_exit(1);
 		proxy_nw_main(sv[1], cfg);
 	}
@@ -231,13 +229,7 @@ proxy_netwatch_stop(void)
 	if (proxy_nw_ev != NULL)
 		event_free(proxy_nw_ev);
 	proxy_nw_ev = NULL;
-	if (proxy_nw_fd != -1)
-		close(proxy_nw_fd);
-	proxy_nw_fd = -1;
-	if (proxy_nw_pid != -1)
-		while (waitpid(proxy_nw_pid, NULL, 0) == -1 && errno == EINTR)
-			;
-	proxy_nw_pid = -1;
+	proxy_child_stop(&proxy_nw_fd, &proxy_nw_pid);
 }
 
 uint64_t

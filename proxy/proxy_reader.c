@@ -6,30 +6,37 @@
  * dropping privileges (proxy.c), airlockd forks a small reader that keeps root and
  * does exactly one thing: on a one-byte request it reads every sandbox record and the
  * policy file each record names, and sends the bytes back ('R'), or builds the key
- * material for them ('K', proxy_keys.h).  It takes no argument from the unprivileged
- * side, so a compromised worker can learn nothing but what a reload shows anyway.
- * Parsing happens in the unprivileged process.  Without the reader (not started as
- * root, or -n) the same reading happens in this process.
+ * material for them ('K'; 'A' and a sandbox name for an attach, proxy_keys.h).  It
+ * takes no other argument from the unprivileged side, so a compromised worker can
+ * learn nothing but what a reload shows anyway.  Parsing happens in the unprivileged
+ * process.  Without the reader (not started as root, or -n) the same reading
+ * happens in this process.
+ *
+ * The keys process (proxy_keyd.c) is the reader's child: forked by it first thing,
+ * so that the reader sends it the CA keys over a socketpair of their own, and
+ * airlockd never holds them.  Its control channel goes to airlockd (socketpairs made
+ * here, before the reader's fork; each process closes the ends not its own).
+ * Without the reader airlockd forks keyd itself, sends it the keys and wipes its
+ * own copy (proxy_keys_make()).
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "file.h"
 #include "log.h"
 #include "proxy_core.h"
+#include "proxy_keyd.h"
 #include "proxy_keys.h"
+#include "proxy_proc.h"
 
 #define PROXY_RECORDS_MAX	4096
 #define PROXY_READER_TIMEOUT_MS	10000
@@ -110,67 +117,6 @@ proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 	return ret;
 }
 
-static int
-proxy_write_full(int fd, const void *p, size_t len)
-{
-	const char *b = p;
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, b, len);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Reads exactly len bytes within the deadline (ms, CLOCK_MONOTONIC).  0 or -1. */
-static int
-proxy_read_full(int fd, void *p, size_t len, long long deadline)
-{
-	struct timespec ts;
-	struct pollfd pfd;
-	char *b = p;
-	long long now;
-	ssize_t n;
-
-	while (len > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-		if (now >= deadline) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		pfd.fd = fd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, (int)(deadline - now)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (pfd.revents == 0)
-			continue;
-		n = read(fd, b, len);
-		if (n == -1) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -1;
-		}
-		if (n == 0) {
-			errno = EPIPE;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * The reader's reply: int32 status, uint32 errlen, err bytes; then (status 0)
  * uint32 n, and per record: struct sandbox, int32 errno, uint32 len, the bytes.  The
@@ -187,23 +133,23 @@ proxy_reader_reply(int fd)
 
 	status = proxy_state_read_local(&st, err, sizeof(err)) == -1 ? 1 : 0;
 	u = (uint32_t)strlen(err);
-	if (proxy_write_full(fd, &status, sizeof(status)) == -1 ||
-	    proxy_write_full(fd, &u, sizeof(u)) == -1 ||
-	    proxy_write_full(fd, err, u) == -1)
+	if (proxy_fd_write_full(fd, &status, sizeof(status)) == -1 ||
+	    proxy_fd_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_fd_write_full(fd, err, u) == -1)
 		goto error;
 	if (status != 0)
 		return 0;
 	u = (uint32_t)st.st_n;
-	if (proxy_write_full(fd, &u, sizeof(u)) == -1)
+	if (proxy_fd_write_full(fd, &u, sizeof(u)) == -1)
 		goto error;
 	for (i = 0; i < st.st_n; i++) {
 		e = st.st_v[i].pr_errno;
 		u = (uint32_t)st.st_v[i].pr_len;
-		if (proxy_write_full(fd, &st.st_v[i].pr_sb,
+		if (proxy_fd_write_full(fd, &st.st_v[i].pr_sb,
 		    sizeof(st.st_v[i].pr_sb)) == -1 ||
-		    proxy_write_full(fd, &e, sizeof(e)) == -1 ||
-		    proxy_write_full(fd, &u, sizeof(u)) == -1 ||
-		    proxy_write_full(fd, st.st_v[i].pr_buf, u) == -1)
+		    proxy_fd_write_full(fd, &e, sizeof(e)) == -1 ||
+		    proxy_fd_write_full(fd, &u, sizeof(u)) == -1 ||
+		    proxy_fd_write_full(fd, st.st_v[i].pr_buf, u) == -1)
 			goto error;
 	}
 	proxy_state_free(&st);
@@ -214,21 +160,24 @@ proxy_reader_reply(int fd)
 }
 
 /*
- * The key material (proxy_keys.h): the vault's secrets and the CAs, synced to
- * the names the recorded policies inspect.  Built from the records this process
- * reads itself; the reply is uint32 len and the image (len 0: out of memory).
+ * The key material (proxy_keys.h), built here with this process's rights: the
+ * vault's secrets and the CAs, synced to the names the recorded policies inspect.
+ * The CAs' keys go to keyd (proxy_keyd_load(); only: an attach, see there), the rest
+ * is the image in *img, whose CA entries say whether keyd took them.  The keys are
+ * wiped before this returns.  0, or -1 (out of memory).
  */
 static int
-proxy_reader_keys(int fd)
+proxy_keys_make(const char *only, uint8_t **img, size_t *len)
 {
 	struct proxy_state st;
 	struct proxy_keys_src *src = NULL;
-	uint8_t *img = NULL;
-	size_t len = 0, i;
-	char err[512];
-	uint32_t u;
-	int ret;
+	struct proxy_keys_build *kb;
+	char err[512], kerr[256];
+	size_t i;
+	int rv = -1, kd;
 
+	*img = NULL;
+	*len = 0;
 	if (proxy_state_read_local(&st, err, sizeof(err)) == -1)
 		memset(&st, 0, sizeof(st));	/* no records: vault and host CA only */
 	if (st.st_n > 0 && (src = calloc(st.st_n, sizeof(*src))) == NULL)
@@ -239,22 +188,54 @@ proxy_reader_keys(int fd)
 		    NULL;
 		src[i].ks_len = st.st_v[i].pr_len;
 	}
-	if (proxy_keys_build(proxy_cfg.state_dir, src, st.st_n, &img, &len) == -1)
-		len = 0;
-	u = (uint32_t)len;
-	ret = proxy_write_full(fd, &u, sizeof(u)) == -1 ||
-	    proxy_write_full(fd, img, len) == -1 ? -1 : 0;
-	proxy_keys_image_free(img, len);
+	if ((kb = proxy_keys_collect(proxy_cfg.state_dir, src, st.st_n)) != NULL) {
+		kd = proxy_keyd_load(kb, only, kerr, sizeof(kerr));
+		rv = proxy_keys_image(kb, kd == -1 ? kerr : NULL, img, len);
+		proxy_keys_build_free(kb);
+	}
 	free(src);
 	proxy_state_free(&st);
+	return rv;
+}
+
+/* 'K' / 'A': the reply is uint32 len and the image (len 0: out of memory). */
+static int
+proxy_reader_keys(int fd, const char *only)
+{
+	uint8_t *img = NULL;
+	size_t len = 0;
+	uint32_t u;
+	int ret;
+
+	if (proxy_keys_make(only, &img, &len) == -1)
+		len = 0;
+	u = (uint32_t)len;
+	ret = proxy_fd_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_fd_write_full(fd, img, len) == -1 ? -1 : 0;
+	proxy_keys_image_free(img, len);
 	return ret;
+}
+
+/* 'A' is followed by one length byte and a sandbox name. */
+static int
+proxy_reader_name(int fd, char *name, size_t namelen)
+{
+	unsigned char n;
+
+	if (proxy_fd_read_full(fd, &n, 1, proxy_deadline(PROXY_READER_TIMEOUT_MS)) ==
+	    -1 || n == 0 || n >= namelen ||
+	    proxy_fd_read_full(fd, name, n, proxy_deadline(
+	    PROXY_READER_TIMEOUT_MS)) == -1)
+		return -1;
+	name[n] = '\0';
+	return sandbox_name_is_valid(name) ? 0 : -1;
 }
 
 static void __attribute__((noreturn))
 proxy_reader_main(int fd)
 {
+	char c, name[SANDBOX_NAME_MAX + 1];
 	ssize_t n;
-	char c;
 
 	log_procinit("reader");
 	signal(SIGHUP, SIG_IGN);
@@ -262,74 +243,134 @@ proxy_reader_main(int fd)
 	signal(SIGPIPE, SIG_IGN);
 	for (;;) {
 		n = read(fd, &c, 1);
-		if (n == 0)
-			_exit(0);	/* airlockd is gone */
+		if (n == 0) {
+			/* airlockd is gone; keyd follows (its channels close). */
+			proxy_keyd_unlink();
+			_exit(0);
+		}
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
-			_exit(1);
+			break;
 		}
-		if (c == 'K') {
-			if (proxy_reader_keys(fd) == -1)
-				_exit(1);
+		if (c == 'K' || c == 'A') {
+			if ((c == 'A' && proxy_reader_name(fd, name,
+			    sizeof(name)) == -1) ||
+			    proxy_reader_keys(fd, c == 'A' ? name : NULL) == -1)
+				break;
 			continue;
 		}
 		if (c != 'R') {
 			log_warnx("unexpected request from airlockd");
-			_exit(1);
+			break;
 		}
 		if (proxy_reader_reply(fd) == -1)
-			_exit(1);
+			break;
 	}
+	proxy_keyd_unlink();
+	_exit(1);
 }
 
-/* Forks the root reader (see the top of this file).  0, or -1 with err. */
+/*
+ * Forks the root reader, which forks keyd (see the top of this file): the reader
+ * gets sv[1] and kd[0], keyd kd[1] and ctl[1], airlockd sv[0] and ctl[0].  0, or -1
+ * with err.
+ */
 int
-proxy_reader_start(char *err, size_t errlen)
+proxy_reader_start(const struct passwd *pw, char *err, size_t errlen)
 {
-	int sv[2];
-	pid_t pid;
+	int sv[2] = { -1, -1 }, ctl[2] = { -1, -1 }, kd[2] = { -1, -1 };
+	char kerr[256];
+	pid_t pid, kpid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) == -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, kd) == -1) {
 		proxy_fmt(err, errlen, "socketpair: %s", strerror(errno));
-		return -1;
+		goto fail;
 	}
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		proxy_fmt(err, errlen, "fork: %s", strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
-		return -1;
+		goto fail;
 	}
 	if (pid == 0) {
 		close(sv[0]);
+		close(ctl[0]);
 		if (prctl(PR_SET_DUMPABLE, 0) == -1)
 			_exit(1);
+		/* Without keyd every load says so, and nothing is signed. */
+		if ((kpid = proxy_keyd_start(pw, kd[1], ctl[1], kerr,
+		    sizeof(kerr))) == -1)
+			log_warnx("%s", kerr);
+		close(kd[1]);
+		close(ctl[1]);
+		if (kpid != -1)
+			proxy_keyd_link(kd[0], kpid);
+		else
+			close(kd[0]);
 		proxy_reader_main(sv[1]);
 	}
 	close(sv[1]);
+	close(ctl[1]);
+	close(kd[0]);
+	close(kd[1]);
 	proxy_reader_fd = sv[0];
 	proxy_reader_pid = pid;
+	proxy_keyd_client_init(ctl[0]);
+	return 0;
+ fail:
+	for (pid = 0; pid < 2; pid++) {
+		if (sv[pid] != -1)
+			close(sv[pid]);
+		if (ctl[pid] != -1)
+			close(ctl[pid]);
+		if (kd[pid] != -1)
+			close(kd[pid]);
+	}
+	return -1;
+}
+
+/* Not root, no reader: keyd is this process's child (same uid).  0 or -1. */
+int
+proxy_keyd_start_local(char *err, size_t errlen)
+{
+	int ctl[2], kd[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) == -1) {
+		proxy_fmt(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, kd) == -1) {
+		proxy_fmt(err, errlen, "socketpair: %s", strerror(errno));
+		close(ctl[0]);
+		close(ctl[1]);
+		return -1;
+	}
+	pid = proxy_keyd_start(NULL, kd[1], ctl[1], err, errlen);
+	close(kd[1]);
+	close(ctl[1]);
+	if (pid == -1) {
+		close(kd[0]);
+		close(ctl[0]);
+		return -1;
+	}
+	proxy_keyd_link(kd[0], pid);
+	proxy_keyd_client_init(ctl[0]);
 	return 0;
 }
 
 void
 proxy_reader_stop(void)
 {
-	if (proxy_reader_fd >= 0)
-		close(proxy_reader_fd);
-	proxy_reader_fd = -1;
-	if (proxy_reader_pid != -1)
-		while (waitpid(proxy_reader_pid, NULL, 0) == -1 && errno == EINTR)
-			;
-	proxy_reader_pid = -1;
+	proxy_child_stop(&proxy_reader_fd, &proxy_reader_pid);
 }
 
 /* Every record and its policy: through the root reader if there is one. */
 int
 proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 {
-	struct timespec ts;
 	long long deadline;
 	int32_t status, e;
 	uint32_t u, n, i;
@@ -343,22 +384,20 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 		    "(restart airlockd)");
 		return -1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-	    PROXY_READER_TIMEOUT_MS;
-	if (proxy_write_full(proxy_reader_fd, &c, 1) == -1 ||
-	    proxy_read_full(proxy_reader_fd, &status, sizeof(status),
+	deadline = proxy_deadline(PROXY_READER_TIMEOUT_MS);
+	if (proxy_fd_write_full(proxy_reader_fd, &c, 1) == -1 ||
+	    proxy_fd_read_full(proxy_reader_fd, &status, sizeof(status),
 	    deadline) == -1 ||
-	    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
+	    proxy_fd_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
 		goto ioerr;
 	if (u >= errlen || u > 4096)
 		goto proto;
-	if (proxy_read_full(proxy_reader_fd, err, u, deadline) == -1)
+	if (proxy_fd_read_full(proxy_reader_fd, err, u, deadline) == -1)
 		goto ioerr;
 	err[u] = '\0';
 	if (status != 0)
 		goto error;
-	if (proxy_read_full(proxy_reader_fd, &n, sizeof(n), deadline) == -1)
+	if (proxy_fd_read_full(proxy_reader_fd, &n, sizeof(n), deadline) == -1)
 		goto ioerr;
 	if (n > PROXY_RECORDS_MAX)
 		goto proto;
@@ -369,10 +408,10 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 	for (i = 0; i < n; i++) {
 		struct proxy_rec *r = &st->st_v[i];
 
-		if (proxy_read_full(proxy_reader_fd, &r->pr_sb, sizeof(r->pr_sb),
+		if (proxy_fd_read_full(proxy_reader_fd, &r->pr_sb, sizeof(r->pr_sb),
 		    deadline) == -1 ||
-		    proxy_read_full(proxy_reader_fd, &e, sizeof(e), deadline) == -1 ||
-		    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
+		    proxy_fd_read_full(proxy_reader_fd, &e, sizeof(e), deadline) == -1 ||
+		    proxy_fd_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
 			goto ioerr;
 		st->st_n++;
 		if (u > POLICY_FILE_MAX)
@@ -383,7 +422,7 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 			proxy_fmt(err, errlen, "out of memory");
 			goto error;
 		}
-		if (proxy_read_full(proxy_reader_fd, r->pr_buf, u, deadline) == -1)
+		if (proxy_fd_read_full(proxy_reader_fd, r->pr_buf, u, deadline) == -1)
 			goto ioerr;
 		/* The strings must end inside their arrays. */
 		r->pr_sb.sb_name[sizeof(r->pr_sb.sb_name) - 1] = '\0';
@@ -413,49 +452,42 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
  * in with it, then makes it current).  A vault that exists but cannot be used
  * (tampered, wrong key, loose permissions) is an error: at start airlockd exits, on
  * a reload the previous key material stays.  No vault is not an error: nothing can
- * be injected, and a policy that injects does not load.
+ * be injected, and a policy that injects does not load.  only: an attach of that
+ * sandbox (keyd keeps every other sandbox's CA as it is, proxy_keyd_load()).
  */
 int
-proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen)
+proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
+    size_t errlen)
 {
-	struct proxy_state st;
-	struct proxy_keys_src *src = NULL;
 	struct proxy_keys *k = NULL;
-	struct timespec ts;
 	long long deadline;
-	uint8_t *img = NULL;
-	size_t len = 0, i;
+	uint8_t *img = NULL, req[2 + SANDBOX_NAME_MAX];
+	size_t len = 0, i, reqlen = 1;
 	uint32_t u;
-	char c = 'K';
 
 	*out = NULL;
 	if (proxy_reader_fd == -1) {
-		if (proxy_state_read_local(&st, err, errlen) == -1)
-			memset(&st, 0, sizeof(st));
-		if (st.st_n > 0 && (src = calloc(st.st_n, sizeof(*src))) == NULL)
-			st.st_n = 0;
-		for (i = 0; i < st.st_n; i++) {
-			src[i].ks_sandbox = st.st_v[i].pr_sb.sb_name;
-			src[i].ks_policy = st.st_v[i].pr_errno == 0 ?
-			    st.st_v[i].pr_buf : NULL;
-			src[i].ks_len = st.st_v[i].pr_len;
-		}
-		if (proxy_keys_build(proxy_cfg.state_dir, src, st.st_n, &img,
-		    &len) == -1)
+		if (proxy_keys_make(only, &img, &len) == -1)
 			len = 0;
-		free(src);
-		proxy_state_free(&st);
 	} else {
 		if (proxy_reader_fd < 0) {
 			proxy_fmt(err, errlen, "state reader: gone after an earlier "
 			    "error (restart airlockd)");
 			return -1;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-		    PROXY_READER_TIMEOUT_MS;
-		if (proxy_write_full(proxy_reader_fd, &c, 1) == -1 ||
-		    proxy_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1) {
+		/* A name the reader would refuse (it ends on one) asks for all. */
+		req[0] = 'K';
+		if (only != NULL && sandbox_name_is_valid(only)) {
+			len = strlen(only);
+			req[0] = 'A';
+			req[1] = (uint8_t)len;
+			memcpy(req + 2, only, len);
+			reqlen = 2 + len;
+		}
+		len = 0;
+		deadline = proxy_deadline(PROXY_READER_TIMEOUT_MS);
+		if (proxy_fd_write_full(proxy_reader_fd, req, reqlen) == -1 ||
+		    proxy_fd_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1) {
 			proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
 			goto broken;
 		}
@@ -468,7 +500,7 @@ proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen)
 			proxy_fmt(err, errlen, "out of memory");
 			goto broken;	/* the image is still in the pipe */
 		}
-		if (len > 0 && proxy_read_full(proxy_reader_fd, img, len,
+		if (len > 0 && proxy_fd_read_full(proxy_reader_fd, img, len,
 		    deadline) == -1) {
 			proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
 			goto broken;

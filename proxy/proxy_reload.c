@@ -336,7 +336,7 @@ proxy_cmd_reload(const char *source)
 	 * each policy that goes in takes this image with it (its sandbox's CA); a
 	 * policy refused keeps the image it came in with.
 	 */
-	if (proxy_keys_load(&keys, err, sizeof(err)) == -1) {
+	if (proxy_keys_load(&keys, NULL, err, sizeof(err)) == -1) {
 		if (strcmp(source, "start") == 0)
 			return proxy_reply_error("%s", err);
 		log_warnx("reload: %s (previous key material stays)", err);
@@ -398,9 +398,9 @@ proxy_cmd_sandbox_add(const char *name)
 
 	/*
 	 * A new sandbox may inspect: its CA is made now.  The other sandboxes keep
-	 * the key material their policies went in with.
+	 * the key material their policies went in with (and keyd their CAs).
 	 */
-	if (proxy_keys_load(&keys, err, sizeof(err)) == -1) {
+	if (proxy_keys_load(&keys, name, err, sizeof(err)) == -1) {
 		log_warnx("sandbox_add: %s (previous key material stays)", err);
 		keys = proxy_keys_get();
 	}

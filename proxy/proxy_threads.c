@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "proxy_path.h"
 #include "proxy_core.h"
 #include "proxy_dns.h"
+#include "proxy_keyd.h"
 
 #define PROXY_WORKERS_MAX	64
 
@@ -49,9 +51,15 @@ static void *
 proxy_thread_main(void *arg)
 {
 	struct proxy_thread *pt = arg;
+	char label[32], err[256];
 
+	/* Its own channel to keyd for leaves; tried again at the first need. */
+	snprintf(label, sizeof(label), "worker %u", pt->pt_id);
+	if (proxy_keyd_chan_open(label, err, sizeof(err)) == -1)
+		log_warnx("worker %u: keys process: %s", pt->pt_id, err);
 	if (event_base_loop(pt->pt_base, EVLOOP_NO_EXIT_ON_EMPTY) == -1)
 		log_warnx("worker %u: event loop failed", pt->pt_id);
+	proxy_keyd_chan_close();
 	return NULL;
 }
 

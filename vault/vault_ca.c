@@ -557,52 +557,47 @@ ca_cert_write_pem(const struct ca *ca, FILE *fp)
 }
 
 int
-ca_export_pem(const struct ca *ca, char **key, size_t *keylen, char **cert,
+ca_has_key(const struct ca *ca)
+{
+	return ca->ca_key != NULL;
+}
+
+int
+ca_export_der(const struct ca *ca, uint8_t **key, size_t *keylen, uint8_t **cert,
     size_t *certlen)
 {
-	BIO *kb = NULL, *cb = NULL;
-	char *p;
-	long n;
-	int ret = -1;
+	PKCS8_PRIV_KEY_INFO *p8 = NULL;
+	unsigned char *k = NULL, *c = NULL;
+	int kn = 0, cn;
 
-	*key = *cert = NULL;
-	*keylen = *certlen = 0;
-	if ((kb = BIO_new(BIO_s_secmem())) == NULL ||
-	    (cb = BIO_new(BIO_s_mem())) == NULL ||
-	    PEM_write_bio_PrivateKey(kb, ca->ca_key, NULL, NULL, 0, NULL,
-	    NULL) != 1 || PEM_write_bio_X509(cb, ca->ca_cert) != 1)
-		goto out;
-	if ((n = BIO_get_mem_data(kb, &p)) <= 0 ||
-	    (*key = malloc((size_t)n)) == NULL)
-		goto out;
-	memcpy(*key, p, (size_t)n);
-	*keylen = (size_t)n;
-	if ((n = BIO_get_mem_data(cb, &p)) <= 0 ||
-	    (*cert = malloc((size_t)n)) == NULL)
-		goto out;
-	memcpy(*cert, p, (size_t)n);
-	*certlen = (size_t)n;
-	ret = 0;
- out:
-	BIO_free(kb);	/* secure heap: cleansed on free */
-	BIO_free(cb);
-	if (ret == -1) {
-		if (*key != NULL)
-			OPENSSL_clear_free(*key, *keylen);
-		free(*cert);
-		*key = *cert = NULL;
-		*keylen = *certlen = 0;
-		ERR_clear_error();
+	if ((cn = i2d_X509(ca->ca_cert, &c)) <= 0)
+		goto fail;
+	/* PKCS8_PRIV_KEY_INFO_free() cleanses the key it held. */
+	if (key != NULL && (ca->ca_key == NULL ||
+	    (p8 = EVP_PKEY2PKCS8(ca->ca_key)) == NULL ||
+	    (kn = i2d_PKCS8_PRIV_KEY_INFO(p8, &k)) <= 0))
+		goto fail;
+	PKCS8_PRIV_KEY_INFO_free(p8);
+	*cert = c;
+	*certlen = (size_t)cn;
+	if (key != NULL) {
+		*key = k;
+		*keylen = (size_t)kn;
 	}
-	return ret;
+	return 0;
+ fail:
+	PKCS8_PRIV_KEY_INFO_free(p8);
+	OPENSSL_free(c);
+	ERR_clear_error();
+	return -1;
 }
 
 struct ca *
-ca_load_pem(const char *key, size_t keylen, const char *cert, size_t certlen,
+ca_load_der(const uint8_t *cert, size_t certlen, const uint8_t *key, size_t keylen,
     int constrained, char *err, size_t errlen)
 {
+	const unsigned char *p;
 	struct ca *ca;
-	BIO *b = NULL;
 	int crit, ok = 0;
 
 	if (keylen > INT_MAX || certlen > INT_MAX ||
@@ -610,21 +605,24 @@ ca_load_pem(const char *key, size_t keylen, const char *cert, size_t certlen,
 		snprintf(err, errlen, "CA: %s", strerror(ENOMEM));
 		return NULL;
 	}
-	if ((b = BIO_new_mem_buf(key, (int)keylen)) == NULL ||
-	    (ca->ca_key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) == NULL) {
-		ca_ssl_err(err, errlen, "CA key");
+	p = cert;
+	if ((ca->ca_cert = d2i_X509(NULL, &p, (long)certlen)) == NULL ||
+	    p != cert + certlen) {
+		snprintf(err, errlen, "CA certificate: not one DER certificate");
 		goto out;
 	}
-	BIO_free(b);
-	if ((b = BIO_new_mem_buf(cert, (int)certlen)) == NULL ||
-	    (ca->ca_cert = PEM_read_bio_X509(b, NULL, NULL, NULL)) == NULL) {
-		ca_ssl_err(err, errlen, "CA certificate");
-		goto out;
-	}
-	if (X509_check_private_key(ca->ca_cert, ca->ca_key) != 1) {
-		snprintf(err, errlen, "CA key and certificate do not match");
-		ERR_clear_error();
-		goto out;
+	if (key != NULL) {
+		p = key;
+		if ((ca->ca_key = d2i_AutoPrivateKey(NULL, &p, (long)keylen)) == NULL ||
+		    p != key + keylen) {
+			/* Never an OpenSSL text here: nothing of the key's bytes. */
+			snprintf(err, errlen, "CA key: not one DER private key");
+			goto out;
+		}
+		if (X509_check_private_key(ca->ca_cert, ca->ca_key) != 1) {
+			snprintf(err, errlen, "CA key and certificate do not match");
+			goto out;
+		}
 	}
 	ca->ca_nc = X509_get_ext_d2i(ca->ca_cert, NID_name_constraints, &crit,
 	    NULL);
@@ -635,7 +633,7 @@ ca_load_pem(const char *key, size_t keylen, const char *cert, size_t certlen,
 	}
 	ok = 1;
  out:
-	BIO_free(b);
+	ERR_clear_error();
 	if (!ok) {
 		ca_free(ca);
 		return NULL;
@@ -750,6 +748,10 @@ ca_leaf_mint(const struct ca *ca, const char *name, EVP_PKEY *leaf_key, X509 **o
 		goto out;
 	}
 	rv = CA_ERR;
+	if (ca->ca_key == NULL) {
+		snprintf(err, errlen, "this CA holds no key (certificate only)");
+		goto out;
+	}
 	if ((x = X509_new()) == NULL)
 		goto ssl;
 	subj = X509_get_subject_name(x);

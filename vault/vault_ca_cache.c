@@ -213,8 +213,8 @@ ca_leaf_cache_count(struct ca_leaf_cache *c)
 }
 
 int
-ca_leaf_get(struct ca_leaf_cache *c, const struct ca *ca, const char *name,
-    EVP_PKEY *leaf_key, X509 **out, char *err, size_t errlen)
+ca_leaf_get_fn(struct ca_leaf_cache *c, const char *name, ca_mint_fn mint,
+    void *arg, X509 **out, char *err, size_t errlen)
 {
 	char norm[HOSTNAME_MAX + 1];
 	int hr, rv;
@@ -227,9 +227,32 @@ ca_leaf_get(struct ca_leaf_cache *c, const struct ca *ca, const char *name,
 	}
 	if ((*out = ca_leaf_cache_get(c, norm, time(NULL))) != NULL)
 		return CA_OK;
-	if ((rv = ca_leaf_mint(ca, norm, leaf_key, out, err, errlen)) != CA_OK)
+	if ((rv = mint(arg, norm, out, err, errlen)) != CA_OK)
 		return rv;
 	/* A failure to cache costs a signature next time, nothing else. */
 	(void)ca_leaf_cache_put(c, norm, *out);
 	return CA_OK;
+}
+
+/* ca_leaf_get's minter: this process signs, with the CA's own key. */
+struct ca_local_mint {
+	const struct ca	*lm_ca;
+	EVP_PKEY	*lm_key;
+};
+
+static int
+ca_mint_local(void *arg, const char *name, X509 **out, char *err, size_t errlen)
+{
+	struct ca_local_mint *lm = arg;
+
+	return ca_leaf_mint(lm->lm_ca, name, lm->lm_key, out, err, errlen);
+}
+
+int
+ca_leaf_get(struct ca_leaf_cache *c, const struct ca *ca, const char *name,
+    EVP_PKEY *leaf_key, X509 **out, char *err, size_t errlen)
+{
+	struct ca_local_mint lm = { ca, leaf_key };
+
+	return ca_leaf_get_fn(c, name, ca_mint_local, &lm, out, err, errlen);
 }
