@@ -69,8 +69,7 @@ struct scan_node {
 	uint32_t	 sn_fail;
 	uint32_t	 sn_dict;	/* nearest node on the fail chain with an output */
 	uint32_t	 sn_out;	/* pattern ending here, or SCAN_NONE */
-	uint32_t	 sn_match;	/* sn_out, else the dictionary node's: the
-					   one load per byte of scan_output() */
+	uint32_t	 sn_match;	/* sn_out, else the dictionary node's */
 	uint32_t	 sn_depth;
 	uint32_t	 sn_edge;	/* first edge, or SCAN_NONE */
 };
@@ -95,6 +94,8 @@ struct scan_set {
 	size_t		 ss_nedge;
 	size_t		 ss_capedge;
 	uint32_t	 ss_root[256];	/* root transitions, complete */
+	uint32_t	 ss_first_out;	/* the states from here on are those with an
+					   output (sn_match), see scan_renumber() */
 	size_t		 ss_maxlen;
 	int		 ss_built;
 };
@@ -491,6 +492,48 @@ scan_add_literal(struct scan_set *set, size_t ent)
 	return rc;
 }
 
+/*
+ * Numbers the states anew, those where a pattern ends (sn_match set) last, from
+ * ss_first_out: whether a byte completed a match is then a comparison of the
+ * state number, not a load from the node (the test made after every byte).  The
+ * root stays 0 (no pattern is empty).
+ */
+static int
+scan_renumber(struct scan_set *set)
+{
+	struct scan_node *nn, *nd = set->ss_node;
+	uint32_t *map, n = (uint32_t)set->ss_nnode, lo = 0, hi, s;
+	size_t e;
+	int c;
+
+	if ((map = calloc(n, sizeof(*map))) == NULL ||
+	    (nn = calloc(n, sizeof(*nn))) == NULL) {
+		free(map);
+		return -1;
+	}
+	for (hi = n, s = 0; s < n; s++)
+		if (nd[s].sn_match != SCAN_NONE)
+			hi--;
+	set->ss_first_out = hi;
+	for (s = 0; s < n; s++)
+		map[s] = nd[s].sn_match == SCAN_NONE ? lo++ : hi++;
+	for (s = 0; s < n; s++) {
+		nn[map[s]] = nd[s];
+		nn[map[s]].sn_fail = map[nd[s].sn_fail];
+		if (nd[s].sn_dict != SCAN_NONE)
+			nn[map[s]].sn_dict = map[nd[s].sn_dict];
+	}
+	for (e = 0; e < set->ss_nedge; e++)
+		set->ss_edge[e].se_to = map[set->ss_edge[e].se_to];
+	for (c = 0; c < 256; c++)
+		set->ss_root[c] = map[set->ss_root[c]];
+	free(nd);
+	set->ss_node = nn;
+	set->ss_capnode = n;
+	free(map);
+	return 0;
+}
+
 int
 scan_set_build(struct scan_set *set)
 {
@@ -545,6 +588,8 @@ scan_set_build(struct scan_set *set)
 			queue[qt++] = t;
 		}
 	}
+	if (scan_renumber(set) == -1)
+		goto out;
 	set->ss_built = 1;
 	rc = 0;
  out:
@@ -552,29 +597,37 @@ scan_set_build(struct scan_set *set)
 	return rc;
 }
 
-/* One automaton step (the arrays in locals: fewer loads, fewer sanitizer checks). */
+/*
+ * One automaton step.  The arrays are in locals, and a node or an edge is copied
+ * whole into one: a sanitizer build checks that access once, not every field
+ * read (an optimising build reads only the fields used).
+ */
 static uint32_t
 scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 {
 	const struct scan_node *nd = set->ss_node;
 	const struct scan_edge *ed = set->ss_edge;
+	struct scan_node n;
+	struct scan_edge x;
 	uint32_t e;
 
-	for (;;) {
-		if (s == SCAN_ROOT)
-			return set->ss_root[c];
-		for (e = nd[s].sn_edge; e != SCAN_NONE; e = ed[e].se_next)
-			if (ed[e].se_byte == c)
-				return ed[e].se_to;
-		s = nd[s].sn_fail;
+	while (s != SCAN_ROOT) {
+		n = nd[s];
+		for (e = n.sn_edge; e != SCAN_NONE; e = x.se_next) {
+			x = ed[e];
+			if (x.se_byte == c)
+				return x.se_to;
+		}
+		s = n.sn_fail;
 	}
+	return set->ss_root[c];
 }
 
 /* The pattern completed at state s (the longest), or SCAN_NONE. */
 static uint32_t
 scan_output(const struct scan_set *set, uint32_t s)
 {
-	return set->ss_node[s].sn_match;
+	return s < set->ss_first_out ? SCAN_NONE : set->ss_node[s].sn_match;
 }
 
 /* ---- decoded views ---- */
@@ -790,14 +843,17 @@ static size_t
 scan_plain_run(const struct scan_set *set, const uint8_t *p, size_t i, size_t n,
     uint32_t *st)
 {
-	const struct scan_node *nd = set->ss_node;
-	uint32_t s = *st, t;
+	const uint32_t *root = set->ss_root;
+	uint32_t s = *st, t, first = set->ss_first_out;
+	uint8_t c;
 
 	for (; i < n; i++) {
-		if (p[i] == '%' || p[i] == '\\')
+		c = p[i];
+		if (c == '%' || c == '\\')
 			break;
-		t = scan_step(set, s, p[i]);
-		if (nd[t].sn_match != SCAN_NONE)
+		/* From the root (most bytes of most text): one load, no call. */
+		t = s == SCAN_ROOT ? root[c] : scan_step(set, s, c);
+		if (t >= first)
 			break;
 		s = t;
 	}
@@ -927,17 +983,18 @@ static int
 scan_subst_raw(const struct scan_set *set, const uint8_t *in, size_t n,
     struct http_buf *out, int *ids, size_t nids, size_t *nseen)
 {
+	const uint32_t *root = set->ss_root;
 	const struct scan_pat *p;
 	const struct scan_entry *e;
-	uint32_t s = SCAN_ROOT, pi;
+	uint32_t s = SCAN_ROOT, first = set->ss_first_out;
 	size_t i, from = 0;
 	int count = 0;
 
 	for (i = 0; i < n; i++) {
-		s = scan_step(set, s, in[i]);
-		if ((pi = scan_output(set, s)) == SCAN_NONE)
+		s = s == SCAN_ROOT ? root[in[i]] : scan_step(set, s, in[i]);
+		if (s < first)
 			continue;
-		p = &set->ss_pat[pi];
+		p = &set->ss_pat[set->ss_node[s].sn_match];
 		if (p->sp_enc != SCAN_ENC_RAW)
 			continue;	/* left for scan_find() to refuse */
 		e = &set->ss_ent[p->sp_entry];
