@@ -69,8 +69,7 @@ struct scan_node {
 	uint32_t	 sn_fail;
 	uint32_t	 sn_dict;	/* nearest node on the fail chain with an output */
 	uint32_t	 sn_out;	/* pattern ending here, or SCAN_NONE */
-	uint32_t	 sn_match;	/* sn_out, else the dictionary node's: the
-					   one load per byte of scan_output() */
+	uint32_t	 sn_match;	/* sn_out, else the dictionary node's */
 	uint32_t	 sn_depth;
 	uint32_t	 sn_edge;	/* first edge, or SCAN_NONE */
 };
@@ -95,6 +94,8 @@ struct scan_set {
 	size_t		 ss_nedge;
 	size_t		 ss_capedge;
 	uint32_t	 ss_root[256];	/* root transitions, complete */
+	uint32_t	 ss_first_out;	/* the states from here on are those with an
+					   output (sn_match), see scan_renumber() */
 	size_t		 ss_maxlen;
 	int		 ss_built;
 };
@@ -491,6 +492,48 @@ scan_add_literal(struct scan_set *set, size_t ent)
 	return rc;
 }
 
+/*
+ * Numbers the states anew, those where a pattern ends (sn_match set) last, from
+ * ss_first_out: whether a byte completed a match is then a comparison of the
+ * state number, not a load from the node (the test made after every byte).  The
+ * root stays 0 (no pattern is empty).
+ */
+static int
+scan_renumber(struct scan_set *set)
+{
+	struct scan_node *nn, *nd = set->ss_node;
+	uint32_t *map, n = (uint32_t)set->ss_nnode, lo = 0, hi, s;
+	size_t e;
+	int c;
+
+	if ((map = calloc(n, sizeof(*map))) == NULL ||
+	    (nn = calloc(n, sizeof(*nn))) == NULL) {
+		free(map);
+		return -1;
+	}
+	for (hi = n, s = 0; s < n; s++)
+		if (nd[s].sn_match != SCAN_NONE)
+			hi--;
+	set->ss_first_out = hi;
+	for (s = 0; s < n; s++)
+		map[s] = nd[s].sn_match == SCAN_NONE ? lo++ : hi++;
+	for (s = 0; s < n; s++) {
+		nn[map[s]] = nd[s];
+		nn[map[s]].sn_fail = map[nd[s].sn_fail];
+		if (nd[s].sn_dict != SCAN_NONE)
+			nn[map[s]].sn_dict = map[nd[s].sn_dict];
+	}
+	for (e = 0; e < set->ss_nedge; e++)
+		set->ss_edge[e].se_to = map[set->ss_edge[e].se_to];
+	for (c = 0; c < 256; c++)
+		set->ss_root[c] = map[set->ss_root[c]];
+	free(nd);
+	set->ss_node = nn;
+	set->ss_capnode = n;
+	free(map);
+	return 0;
+}
+
 int
 scan_set_build(struct scan_set *set)
 {
@@ -545,6 +588,8 @@ scan_set_build(struct scan_set *set)
 			queue[qt++] = t;
 		}
 	}
+	if (scan_renumber(set) == -1)
+		goto out;
 	set->ss_built = 1;
 	rc = 0;
  out:
@@ -552,29 +597,37 @@ scan_set_build(struct scan_set *set)
 	return rc;
 }
 
-/* One automaton step (the arrays in locals: fewer loads, fewer sanitizer checks). */
+/*
+ * One automaton step.  The arrays are in locals, and a node or an edge is copied
+ * whole into one: a sanitizer build checks that access once, not every field
+ * read (an optimising build reads only the fields used).
+ */
 static uint32_t
 scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 {
 	const struct scan_node *nd = set->ss_node;
 	const struct scan_edge *ed = set->ss_edge;
+	struct scan_node n;
+	struct scan_edge x;
 	uint32_t e;
 
-	for (;;) {
-		if (s == SCAN_ROOT)
-			return set->ss_root[c];
-		for (e = nd[s].sn_edge; e != SCAN_NONE; e = ed[e].se_next)
-			if (ed[e].se_byte == c)
-				return ed[e].se_to;
-		s = nd[s].sn_fail;
+	while (s != SCAN_ROOT) {
+		n = nd[s];
+		for (e = n.sn_edge; e != SCAN_NONE; e = x.se_next) {
+			x = ed[e];
+			if (x.se_byte == c)
+				return x.se_to;
+		}
+		s = n.sn_fail;
 	}
+	return set->ss_root[c];
 }
 
 /* The pattern completed at state s (the longest), or SCAN_NONE. */
 static uint32_t
 scan_output(const struct scan_set *set, uint32_t s)
 {
-	return set->ss_node[s].sn_match;
+	return s < set->ss_first_out ? SCAN_NONE : set->ss_node[s].sn_match;
 }
 
 /* ---- decoded views ---- */
@@ -790,14 +843,17 @@ static size_t
 scan_plain_run(const struct scan_set *set, const uint8_t *p, size_t i, size_t n,
     uint32_t *st)
 {
-	const struct scan_node *nd = set->ss_node;
-	uint32_t s = *st, t;
+	const uint32_t *root = set->ss_root;
+	uint32_t s = *st, t, first = set->ss_first_out;
+	uint8_t c;
 
 	for (; i < n; i++) {
-		if (p[i] == '%' || p[i] == '\\')
+		c = p[i];
+		if (c == '%' || c == '\\')
 			break;
-		t = scan_step(set, s, p[i]);
-		if (nd[t].sn_match != SCAN_NONE)
+		/* From the root (most bytes of most text): one load, no call. */
+		t = s == SCAN_ROOT ? root[c] : scan_step(set, s, c);
+		if (t >= first)
 			break;
 		s = t;
 	}
@@ -927,17 +983,18 @@ static int
 scan_subst_raw(const struct scan_set *set, const uint8_t *in, size_t n,
     struct http_buf *out, int *ids, size_t nids, size_t *nseen)
 {
+	const uint32_t *root = set->ss_root;
 	const struct scan_pat *p;
 	const struct scan_entry *e;
-	uint32_t s = SCAN_ROOT, pi;
+	uint32_t s = SCAN_ROOT, first = set->ss_first_out;
 	size_t i, from = 0;
 	int count = 0;
 
 	for (i = 0; i < n; i++) {
-		s = scan_step(set, s, in[i]);
-		if ((pi = scan_output(set, s)) == SCAN_NONE)
+		s = s == SCAN_ROOT ? root[in[i]] : scan_step(set, s, in[i]);
+		if (s < first)
 			continue;
-		p = &set->ss_pat[pi];
+		p = &set->ss_pat[set->ss_node[s].sn_match];
 		if (p->sp_enc != SCAN_ENC_RAW)
 			continue;	/* left for scan_find() to refuse */
 		e = &set->ss_ent[p->sp_entry];
@@ -1023,14 +1080,16 @@ struct scan_redact {
 	const struct scan_set *sr_set;
 	void		(*sr_fn)(void *, const struct scan_match *);
 	void		*sr_arg;
-	struct http_buf	 sr_hold;	/* input not yet emitted (wiped) */
-	size_t		 sr_scanned;	/* bytes of sr_hold run through */
-	size_t		 sr_emit;	/* bytes of sr_hold already emitted */
+	struct http_buf	 sr_hold;	/* sr_dead bytes, then the hold (wiped) */
+	size_t		 sr_dead;	/* emitted in an earlier call, left until in
+					   the way of new input */
+	size_t		 sr_scanned;	/* bytes of the hold run through */
+	size_t		 sr_emit;	/* bytes of the hold already emitted */
 	uint32_t	 sr_state;
 	int		 sr_trail_bits;	/* pending patch of the next char */
 	uint8_t		 sr_trail_val;
 	const char	*sr_trail_alpha;
-	uint64_t	 sr_base;	/* stream offset of sr_hold's first byte */
+	uint64_t	 sr_base;	/* stream offset of the hold's first byte */
 	uint64_t	 sr_count;
 	struct scan_rview sr_view[SCAN_NVIEWS];
 };
@@ -1149,17 +1208,17 @@ scan_redact_hit(struct scan_redact *r, uint32_t pi, int v, size_t start,
 {
 	const struct scan_set *set = r->sr_set;
 	const struct scan_pat *p = &set->ss_pat[pi];
-	struct http_buf *h = &r->sr_hold;
+	uint8_t *h = r->sr_hold.hb_p + r->sr_dead;
 	struct scan_match m;
 	const char *alpha;
 
 	alpha = p->sp_enc == SCAN_ENC_B64URL ? scan_b64_url : scan_b64_std;
 	if (p->sp_lead_bits != 0 && lead != SIZE_MAX && lead >= r->sr_emit)
-		scan_b64_patch(&h->hb_p[lead], alpha,
+		scan_b64_patch(&h[lead], alpha,
 		    (uint8_t)((1u << p->sp_lead_bits) - 1), p->sp_lead_val);
 	if (start < r->sr_emit || start > end)
 		start = r->sr_emit;	/* defensive: the hold keeps it all */
-	if (http_buf_add(out, h->hb_p + r->sr_emit, start - r->sr_emit) == -1 ||
+	if (http_buf_add(out, h + r->sr_emit, start - r->sr_emit) == -1 ||
 	    scan_repl_add(out, v, p->sp_repl, p->sp_repl_len) == -1)
 		return -1;
 	r->sr_emit = end;
@@ -1247,7 +1306,8 @@ scan_redact_view(struct scan_redact *r, int v, size_t i, uint32_t prev,
 	uint64_t first;
 	uint32_t pi;
 
-	n = scan_vdec_byte(&rv->rv_dec, (enum scan_view)v, r->sr_hold.hb_p[i], o);
+	n = scan_vdec_byte(&rv->rv_dec, (enum scan_view)v,
+	    r->sr_hold.hb_p[r->sr_dead + i], o);
 	for (j = 0; j < n; j++) {
 		at = i - o[j].vo_back;
 		rv->rv_ring[rv->rv_ndec & (rv->rv_cap - 1)] = (uint32_t)(r->sr_base + at);
@@ -1279,35 +1339,35 @@ scan_redact_view(struct scan_redact *r, int v, size_t i, uint32_t prev,
 static size_t
 scan_redact_keep(const struct scan_redact *r)
 {
-	const struct scan_set *set = r->sr_set;
-	const struct scan_rview *rv;
-	size_t len = r->sr_hold.hb_len, from, k, x, v;
-	uint64_t ndec;
-	uint32_t st;
+	const struct scan_node *nd = r->sr_set->ss_node;
+	struct scan_rview rv;	/* a copy: one sanitizer check per view */
+	size_t len = r->sr_hold.hb_len - r->sr_dead, from, k, x, v;
+	uint64_t ndec, base = r->sr_base;
+	uint32_t st, raw = r->sr_state;
 
-	k = (size_t)set->ss_node[r->sr_state].sn_depth + 1;
+	k = (size_t)nd[raw].sn_depth + 1;
 	from = len > k ? len - k : 0;
 	for (v = 0; v < SCAN_NVIEWS; v++) {
-		rv = &r->sr_view[v];
+		rv = r->sr_view[v];
 		/* In step for at least as long as the raw window: the same. */
-		if (rv->rv_sync && r->sr_base + len - rv->rv_raw0 >= k)
+		if (rv.rv_sync && base + len - rv.rv_raw0 >= k)
 			continue;
-		if (rv->rv_dec.vd_n > 0 && len - rv->rv_dec.vd_n < from)
-			from = len - rv->rv_dec.vd_n;
-		if (rv->rv_sync) {
-			st = r->sr_state;
-			ndec = rv->rv_k0 + (r->sr_base + len - rv->rv_raw0);
+		if (rv.rv_dec.vd_n > 0 && len - rv.rv_dec.vd_n < from)
+			from = len - rv.rv_dec.vd_n;
+		if (rv.rv_sync) {
+			st = raw;
+			ndec = rv.rv_k0 + (base + len - rv.rv_raw0);
 		} else {
-			st = rv->rv_state;
-			ndec = rv->rv_ndec;
+			st = rv.rv_state;
+			ndec = rv.rv_ndec;
 		}
 		/* As for the raw bytes: the match so far and one byte more. */
-		k = (size_t)set->ss_node[st].sn_depth + 1;
+		k = (size_t)nd[st].sn_depth + 1;
 		if (k > ndec)
 			k = (size_t)ndec;
 		if (k == 0)
 			continue;
-		x = scan_rview_index(r, rv, ndec - k);
+		x = scan_rview_index(r, &r->sr_view[v], ndec - k);
 		if (x > len)
 			continue;	/* defensive: already out */
 		if (x < from)
@@ -1316,35 +1376,66 @@ scan_redact_keep(const struct scan_redact *r)
 	return from;
 }
 
+/*
+ * Appends in[len] to the hold.  The bytes earlier calls emitted (sr_dead) stay in
+ * front of it until new input needs their room and they are at least as many as
+ * the bytes held; they are then dropped (and wiped), so the held bytes move about
+ * once in all, not at every call of a stream fed in small pieces.  While there is
+ * room the input is copied in place (http_buf_add() wipes what it moves on
+ * growing).
+ */
+static int
+scan_hold_add(struct scan_redact *r, const uint8_t *in, size_t len)
+{
+	struct http_buf *hb = &r->sr_hold;
+
+	if (len == 0)
+		return 0;
+	if (len <= hb->hb_cap - hb->hb_len) {
+		memcpy(hb->hb_p + hb->hb_len, in, len);
+		hb->hb_len += len;
+		return 0;
+	}
+	if (r->sr_dead > 0 && r->sr_dead >= hb->hb_len - r->sr_dead) {
+		http_buf_drain(hb, r->sr_dead);
+		r->sr_dead = 0;
+	}
+	return http_buf_add(hb, in, len);
+}
+
 int
 scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
     struct http_buf *out)
 {
 	const struct scan_set *set = r->sr_set;
-	struct http_buf *h = &r->sr_hold;
+	struct http_buf *hb = &r->sr_hold;
 	const struct scan_pat *p;
 	uint32_t pi, prev;
-	size_t i, keep, resume, lead;
+	size_t i, n, keep, resume, lead;
 	uint64_t before = r->sr_count;
+	uint8_t *h;
 	int v, rc;
 
-	if (http_buf_add(h, in, len) == -1)
+	if (scan_hold_add(r, in, len) == -1)
 		return -1;
-	for (i = r->sr_scanned; i < h->hb_len; i++) {
+	if ((n = hb->hb_len - r->sr_dead) == 0)
+		return 0;
+	h = hb->hb_p + r->sr_dead;
+	for (i = r->sr_scanned; i < n; i++) {
 		if (r->sr_trail_bits == 0 && r->sr_view[SCAN_VIEW_PCT].rv_sync &&
 		    r->sr_view[SCAN_VIEW_JSON].rv_sync) {
-			i = scan_plain_run(set, h->hb_p, i, h->hb_len, &r->sr_state);
-			if (i == h->hb_len)
+			i = scan_plain_run(set, h, i, n, &r->sr_state);
+			if (i == n)
 				break;
 		}
 		if (r->sr_trail_bits != 0) {
-			scan_b64_patch(&h->hb_p[i], r->sr_trail_alpha,
+			scan_b64_patch(&h[i], r->sr_trail_alpha,
 			    (uint8_t)(0x3f << (6 - r->sr_trail_bits) & 0x3f),
 			    r->sr_trail_val);
 			r->sr_trail_bits = 0;
 		}
 		prev = r->sr_state;
-		r->sr_state = scan_step(set, prev, h->hb_p[i]);
+		r->sr_state = scan_step(set, prev, h[i]);
 		if ((pi = scan_output(set, r->sr_state)) != SCAN_NONE) {
 			p = &set->ss_pat[pi];
 			/* The hold keeps depth + 1 bytes, so the match is all in it. */
@@ -1357,7 +1448,7 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 		}
 		for (v = 0; v < SCAN_NVIEWS; v++) {
 			if (r->sr_view[v].rv_sync) {
-				if (h->hb_p[i] != scan_view_esc[v])
+				if (h[i] != scan_view_esc[v])
 					continue;	/* stays in step */
 				if (scan_rview_leave(r, &r->sr_view[v], i, prev) ==
 				    -1)
@@ -1373,15 +1464,15 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 			}
 		}
 	}
-	r->sr_scanned = h->hb_len;
+	r->sr_scanned = n;
 	/* Emit all but what may still become a match (and the char before it). */
 	keep = scan_redact_keep(r);
 	if (keep > r->sr_emit) {
-		if (http_buf_add(out, h->hb_p + r->sr_emit, keep - r->sr_emit) == -1)
+		if (http_buf_add(out, h + r->sr_emit, keep - r->sr_emit) == -1)
 			return -1;
 		r->sr_emit = keep;
 	}
-	http_buf_drain(h, r->sr_emit);
+	r->sr_dead += r->sr_emit;
 	r->sr_base += r->sr_emit;
 	r->sr_scanned -= r->sr_emit;
 	r->sr_emit = 0;
@@ -1391,12 +1482,14 @@ scan_redact_feed(struct scan_redact *r, const uint8_t *in, size_t len,
 int
 scan_redact_finish(struct scan_redact *r, struct http_buf *out)
 {
-	struct http_buf *h = &r->sr_hold;
+	struct http_buf *hb = &r->sr_hold;
+	size_t n = hb->hb_len - r->sr_dead;
 
-	if (h->hb_len > r->sr_emit && http_buf_add(out, h->hb_p + r->sr_emit,
-	    h->hb_len - r->sr_emit) == -1)
+	if (n > r->sr_emit && http_buf_add(out, hb->hb_p + r->sr_dead +
+	    r->sr_emit, n - r->sr_emit) == -1)
 		return -1;
-	http_buf_drain(h, h->hb_len);
+	http_buf_drain(hb, hb->hb_len);
+	r->sr_dead = 0;
 	r->sr_scanned = 0;
 	r->sr_emit = 0;
 	r->sr_trail_bits = 0;

@@ -170,7 +170,8 @@ int	scan_subst_value(const struct scan_set *set, const uint8_t *value,
  * when every byte is written \u00XX; (L + 1) bytes for text without escapes.  Each
  * of the two decoded views also keeps a ring of L + 2 raw offsets (4 bytes each,
  * rounded up to a power of two), allocated at the first escape: a redactor costs
- * at most about 16 * L + 6 * L bytes.  The holding buffer is wiped on free.
+ * at most about 16 * L + 6 * L bytes.  The holding buffer is wiped on free; the
+ * bytes already emitted stay in it until new input needs their room.
  * Replacement:
  *	raw	-> the placeholder;
  *	hex	-> the placeholder in hex, same case;
