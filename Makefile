@@ -137,7 +137,7 @@ $(GUEST) &: guest/build.sh guest/init
 # libFuzzer builds (clang): make fuzz; then e.g. build/fuzz/fuzz_policy_json corpus/
 # Every part but the CLI is compiled once with clang (coverage instrumented, ASan and
 # UBSan) into $(O)/fuzzobj/, and each target is linked against those objects.
-FUZZ_SAN := -fsanitize=address,undefined
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(FUZZ_SAN) -Iinclude
 FUZZ_PARTS := $(filter-out cli,$(PARTS))
 FUZZ_OBJS := $(patsubst %.c,$(O)/fuzzobj/%.o,$(foreach p,$(FUZZ_PARTS),$(call part_srcs,$(p))))
