@@ -1,10 +1,25 @@
 /*
  * proxy/proxy.c: airlockd's start-up and life.  The configuration, the audit log,
  * listeners, the control socket, the privilege drop, signals, and -n (check and
- * exit).  Below it: reload and the control commands (proxy_reload.c), the worker
- * threads (proxy_threads.c), the root state reader (proxy_reader.c), the sandbox
- * registry (proxy_registry.c); what these files share is proxy_core.h.  Each file
- * calls only into files below it.
+ * exit).  The folder, top-down (each file calls only into files below it, and has a
+ * header of its own name; what the core's files share is proxy_core.h):
+ *	the core	reload and the control commands (proxy_reload.c), the
+ *			worker threads (proxy_threads.c), the root state reader
+ *			(proxy_reader.c) and keyd's loading end (proxy_keyd_load.c)
+ *	the path	accept, sandbox, peek, decide (proxy_conn.c); the modes:
+ *			inspect (proxy_inspect.c, HTTP/1.1), h2 (proxy_h2.c), both
+ *			over one request's checks (proxy_request.c), splice and the
+ *			relay (proxy_conn_relay.c); dial (proxy_conn_dial.c); limits
+ *			(proxy_conn_limit.c); the current policy, close and audit
+ *			(proxy_conn_close.c) -- proxy_path.h
+ *	DNS		proxy_dns.c, per sandbox proxy_dns_sb.c, answers
+ *			proxy_dns_answer.c, the codec proxy_dns_codec.c
+ *	beneath		the registry (proxy_registry.c), TLS contexts
+ *			(proxy_tls.c), key material (proxy_keys.c) and its minting
+ *			end (proxy_keyd_client.c), the keys process (proxy_keyd.c),
+ *			the scanner, the HTTP and ClientHello parsers, netwatch,
+ *			the control socket, the audit side, the processes' plumbing
+ *			(proxy_proc.c), the key messages, the reason table, globals
  *
  * Workers are threads, not SO_REUSEPORT processes.  The connection path and DNS need
  * the same registry (sandbox -> policy, mapped-address tables) and the one hash-chained

@@ -1341,16 +1341,20 @@ scan_redact_keep(const struct scan_redact *r)
 {
 	const struct scan_node *nd = r->sr_set->ss_node;
 	struct scan_rview rv;	/* a copy: one sanitizer check per view */
-	size_t len = r->sr_hold.hb_len - r->sr_dead, from, k, x, v;
+	size_t len = r->sr_hold.hb_len - r->sr_dead, from, k, kraw, x, v;
 	uint64_t ndec, base = r->sr_base;
 	uint32_t st, raw = r->sr_state;
 
-	k = (size_t)nd[raw].sn_depth + 1;
-	from = len > k ? len - k : 0;
+	kraw = (size_t)nd[raw].sn_depth + 1;
+	from = len > kraw ? len - kraw : 0;
 	for (v = 0; v < SCAN_NVIEWS; v++) {
 		rv = r->sr_view[v];
-		/* In step for at least as long as the raw window: the same. */
-		if (rv.rv_sync && base + len - rv.rv_raw0 >= k)
+		/*
+		 * In step for at least as long as the raw window: the same.  (The raw
+		 * window's length, not the previous view's: that one may be shorter, and
+		 * a view let go too early would emit bytes it still needs.)
+		 */
+		if (rv.rv_sync && base + len - rv.rv_raw0 >= kraw)
 			continue;
 		if (rv.rv_dec.vd_n > 0 && len - rv.rv_dec.vd_n < from)
 			from = len - rv.rv_dec.vd_n;
