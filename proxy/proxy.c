@@ -330,10 +330,11 @@ proxy_threads_count(void)
 
 /*
  * SIGHUP: after logrotate renamed the audit log away, continue the chain in a new
- * file at the same path; then reload.  Unprivileged by now: the new file is created
- * in the log's directory (or opened, if logrotate's "create 0600 airlock airlock"
- * made it) as the airlockd user, which owns the old file (proxy_audit_open()).  If
- * that fails, the old file stays in use and the reason is logged.
+ * file at the same path; then reload.  The worker opens no file by now: the root
+ * reader opens the configured path (created, or as logrotate's "create" made it)
+ * and the renamed one, gives the new file to the daemon's user and passes both
+ * over (proxy_audit_reopen()).  If that fails, the old file stays in use and the
+ * reason is logged.
  */
 static void
 proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
@@ -342,7 +343,7 @@ proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
 	char err[512];
 
 	log_info("SIGHUP: reopening the audit log, reloading");
-	if (audit_reopen(proxy_log, err, sizeof(err)) == -1)
+	if (proxy_audit_reopen(proxy_log, err, sizeof(err)) == -1)
 		log_warnx("audit log: %s", err);
 	reply = proxy_cmd_reload("sighup");
 	json_decref(reply);
@@ -360,8 +361,8 @@ proxy_sigterm_cb(evutil_socket_t sig, short what, void *arg)
 /*
  * Opens the audit log (keyed when audit.key_file is set: the key is read here, as
  * root, and wiped; audit_close() wipes the log's copy).  As root, the file is then
- * given to the user airlockd drops to (pw), so that after a rotation the renamed
- * file can still be read to continue the chain (audit_reopen() on SIGHUP).
+ * given to the user airlockd drops to (pw), as the reader gives it every later file
+ * of the log after a rotation: the log is the daemon's.
  */
 static int
 proxy_audit_open(const struct passwd *pw, char *err, size_t errlen)
@@ -467,11 +468,19 @@ proxy_main(const struct proxy_opts *o)
 			    proxy_cfg.user);
 			return 1;
 		}
-		/* Before any other fd is open: the reader inherits nothing else. */
-		if (proxy_reader_start(err, sizeof(err)) == -1) {
-			log_warnx("%s", err);
-			return 1;
-		}
+	} else
+		log_warnx("not started as root: running as uid %u without "
+		    "dropping privileges", (unsigned int)geteuid());
+	/*
+	 * Before any other fd is open: the reader inherits nothing else.  Without
+	 * root too: the worker opens no file after start-up, with or without a drop.
+	 */
+	if (proxy_reader_start(pw != NULL ? pw->pw_uid : (uid_t)-1,
+	    pw != NULL ? pw->pw_gid : (gid_t)-1, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	if (is_root) {
 		/* Root too: it reinstalls airlock's tables (proxy_netwatch.c). */
 		if (proxy_netwatch_start(&proxy_cfg, proxy_reader_fd, err,
 		    sizeof(err)) == -1) {
@@ -479,9 +488,7 @@ proxy_main(const struct proxy_opts *o)
 			proxy_reader_stop();
 			return 1;
 		}
-	} else
-		log_warnx("not started as root: running as uid %u without "
-		    "dropping privileges", (unsigned int)geteuid());
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((ctl_fd = proxy_ctl_open(proxy_cfg.control_socket, err,
@@ -603,9 +610,9 @@ proxy_main(const struct proxy_opts *o)
 		close(tcp_fd);
 	if (ctl_fd != -1)
 		close(ctl_fd);
-	/* After the drop this may fail (root's directory): the next start cleans up. */
+	/* Its directory is root's: the reader removes it (else the next start does). */
 	if (ctl_made)
-		(void)unlink(proxy_cfg.control_socket);
+		proxy_reader_ctl_unlink();
 	if (proxy_log != NULL)
 		audit_close(proxy_log);
 	proxy_log = NULL;

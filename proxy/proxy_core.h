@@ -48,8 +48,12 @@ void	proxy_state_free(struct proxy_state *st);
  * (released with proxy_state_free()).  0, or -1 with err (st empty).
  */
 int	proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen);
-/* Forks the root reader (as root, before any other fd is open).  0, or -1 with err. */
-int	proxy_reader_start(char *err, size_t errlen);
+/*
+ * Forks the root reader (before any other fd is open); the audit log files it opens
+ * after a rotation are given to uid:gid ((uid_t)-1: left as they are).  0, or -1
+ * with err.
+ */
+int	proxy_reader_start(uid_t uid, gid_t gid, char *err, size_t errlen);
 /* Ends the root reader, if there is one, and waits for it. */
 void	proxy_reader_stop(void);
 /*
@@ -62,6 +66,14 @@ int	proxy_state_read(struct proxy_state *st, char *err, size_t errlen);
  * reference, not installed; put it with proxy_keys_put()).  0, or -1 with err.
  */
 int	proxy_keys_load(struct proxy_keys **out, char *err, size_t errlen);
+/*
+ * After logrotate renamed the audit log away: log goes on in a new file at its
+ * path, opened by the reader and passed over (or here, without a reader).  0, or
+ * -1 with err (the old file then stays in use).
+ */
+int	proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen);
+/* At exit: asks the reader to remove the control socket (if there is a reader). */
+void	proxy_reader_ctl_unlink(void);
 
 /* proxy_registry.c: the sandbox registry */
 /*
