@@ -21,6 +21,9 @@
  * Privileges.  airlockd binds, opens the audit log and the control socket as root,
  * then drops to config.user.  Before any of that it forks the root state reader
  * (proxy_reader.c), which alone keeps root to read the records and policy files.
+ * Then it confines itself for good (proxy_confine.c): no capability, no file system
+ * view (before its threads start) and a seccomp allowlist (once they run); what it
+ * still needs from the file system after that comes from the reader as descriptors.
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -33,12 +36,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/dns.h>
@@ -47,7 +52,9 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "hostname.h"
 #include "log.h"
+#include "proxy_confine.h"
 #include "proxy_core.h"
 #include "proxy_keys.h"
 #include "vault.h"
@@ -171,6 +178,20 @@ proxy_harden(char *err, size_t errlen)
  * Threads.
  */
 
+/*
+ * glibc's malloc: at most 8 arenas per CPU, its own default, but counted now (an
+ * allocator without arenas, ASan's, ignores it).
+ */
+static void
+proxy_arena_max(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	(void)mallopt(M_ARENA_MAX, (int)(n > 1024 ? 8192 : 8 * n));
+}
+
 static void
 proxy_event_log(int severity, const char *msg)
 {
@@ -220,10 +241,13 @@ proxy_nworkers(void)
 	return n > PROXY_WORKERS_MAX ? PROXY_WORKERS_MAX : (unsigned int)n;
 }
 
-/* Builds and starts the worker threads.  0, or -1 with err. */
+/*
+ * Builds the worker threads' state: event bases, resolvers, workers (the files they
+ * read are read here: resolv.conf, /etc/hosts, the trust store).  Nothing runs
+ * yet (proxy_threads_run()).  0, or -1 with err.
+ */
 static int
-proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
-    size_t errlen)
+proxy_threads_new(int proxy_fd, int udp_fd, int tcp_fd, char *err, size_t errlen)
 {
 	struct proxy_thread *pt;
 	unsigned int i, n;
@@ -246,7 +270,10 @@ proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
 			proxy_fmt(err, errlen, "worker %u: evdns_base_new failed", i);
 			return -1;
 		}
-		/* The host's resolver: /etc/hosts (DNS_OPTION_HOSTSFILE) and resolv.conf. */
+		/*
+		 * The host's resolver: /etc/hosts (DNS_OPTION_HOSTSFILE) and
+		 * resolv.conf, both read whole here; evdns opens neither again.
+		 */
 		rc = evdns_base_resolv_conf_parse(pt->pt_evdns, DNS_OPTIONS_ALL,
 		    "/etc/resolv.conf");
 		if (rc != 0 && i == 0)
@@ -267,6 +294,20 @@ proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
 			proxy_fmt(err, errlen, "worker %u: event_new failed", i);
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* Starts the worker threads proxy_threads_new() made.  0, or -1 with err. */
+static int
+proxy_threads_run(char *err, size_t errlen)
+{
+	struct proxy_thread *pt;
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < proxy_nthreads; i++) {
+		pt = &proxy_threads[i];
 		if ((rc = pthread_create(&pt->pt_thread, NULL, proxy_thread_main,
 		    pt)) != 0) {
 			proxy_fmt(err, errlen, "worker %u: %s", i, strerror(rc));
@@ -473,7 +514,7 @@ proxy_main(const struct proxy_opts *o)
 		    "dropping privileges", (unsigned int)geteuid());
 	/*
 	 * Before any other fd is open: the reader inherits nothing else.  Without
-	 * root too: the worker opens no file after start-up, with or without a drop.
+	 * root too: the confined worker opens no file, with or without a drop.
 	 */
 	if (proxy_reader_start(pw != NULL ? pw->pw_uid : (uid_t)-1,
 	    pw != NULL ? pw->pw_gid : (gid_t)-1, err, sizeof(err)) == -1) {
@@ -550,10 +591,7 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("event_base_new failed");
 		goto out;
 	}
-	/* After daemon(): a thread does not survive a fork. */
-	if (proxy_audit_sync_start() == -1)
-		log_warn("audit sync thread: denials wait in the workers");
-	if (proxy_threads_start(proxy_fd, udp_fd, tcp_fd, err, sizeof(err)) == -1) {
+	if (proxy_threads_new(proxy_fd, udp_fd, tcp_fd, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		goto out;
 	}
@@ -576,6 +614,33 @@ proxy_main(const struct proxy_opts *o)
 	}
 	if ((ev_audit = proxy_audit_timer_new(base)) == NULL) {
 		log_warnx("audit flush timer failed");
+		goto out;
+	}
+	/*
+	 * Everything is open: from here on nothing of the file system is read.  What
+	 * would still read a file lazily is read now: the time zone (syslog's
+	 * timestamps), the public suffix list (wildcard rules of a policy loaded
+	 * later), and the number of CPUs, which glibc's malloc reads from /sys the
+	 * first time a thread would need a ninth arena unless M_ARENA_MAX says how
+	 * many there may be (its own default, 8 per CPU); the trust store and
+	 * resolv.conf were read whole above.  Then the file system view is closed
+	 * while this is the only thread (Landlock binds the threads started after it,
+	 * not those before), the threads start, and the seccomp filter goes onto all
+	 * of them at once.
+	 */
+	tzset();
+	hostname_preload();
+	proxy_arena_max();
+	if (proxy_confine_fs(err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
+	/* After daemon(): a thread does not survive a fork. */
+	if (proxy_audit_sync_start() == -1)
+		log_warn("audit sync thread: denials wait in the workers");
+	if (proxy_threads_run(err, sizeof(err)) == -1 ||
+	    proxy_confine(PROXY_ROLE_WORKER, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
 		goto out;
 	}
 	log_info("ready: proxy port %u, dns port %u, %u worker(s), uid %u",

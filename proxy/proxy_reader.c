@@ -11,12 +11,13 @@
  * Parsing happens in the unprivileged process.  Without the reader (-n) the same
  * reading happens in this process.
  *
- * The worker opens no file after start-up, so the reader also opens the audit log
- * for it after a rotation ('A': the configured path, with O_NOFOLLOW, and path.1
- * when the new file is empty; both passed back with SCM_RIGHTS for
- * audit_reopen_fd()), and removes the control socket at exit ('U').  It is forked
- * even when airlockd does not start as root (then with the same rights), so that
- * the worker is the same either way.
+ * The worker opens no file once it is confined (proxy_confine.c), so the reader
+ * also opens the audit log for it after a rotation ('A': the configured path, with
+ * O_NOFOLLOW, and path.1 when the new file is empty; both passed back with
+ * SCM_RIGHTS for audit_reopen_fd()), and removes the control socket at exit ('U').
+ * The reader itself runs under its own filter (PROXY_ROLE_READER): files, yes;
+ * sockets, no other than this one.  It is forked even when airlockd does not start
+ * as root (then with the same rights), so that the worker is the same either way.
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -36,6 +37,7 @@
 
 #include "file.h"
 #include "log.h"
+#include "proxy_confine.h"
 #include "proxy_core.h"
 #include "proxy_keys.h"
 
@@ -498,6 +500,7 @@ proxy_reader_main(int fd)
 int
 proxy_reader_start(uid_t uid, gid_t gid, char *err, size_t errlen)
 {
+	char cerr[512];
 	int sv[2];
 	pid_t pid;
 
@@ -519,6 +522,11 @@ proxy_reader_start(uid_t uid, gid_t gid, char *err, size_t errlen)
 		log_procinit("reader");
 		if (prctl(PR_SET_DUMPABLE, 0) == -1)
 			_exit(1);
+		/* Before the first request: nothing it does is unconfined. */
+		if (proxy_confine(PROXY_ROLE_READER, cerr, sizeof(cerr)) == -1) {
+			log_warnx("%s", cerr);
+			_exit(1);
+		}
 		proxy_reader_main(sv[1]);
 	}
 	close(sv[1]);
