@@ -12,7 +12,7 @@
  * reading happens in this process.
  *
  * The worker opens no file once it is confined (proxy_confine.c), so the reader
- * also opens the audit log for it after a rotation ('A': the configured path, with
+ * also opens the audit log for it after a rotation ('L': the configured path, with
  * O_NOFOLLOW, and path.1 when the new file is empty; both passed back with
  * SCM_RIGHTS for audit_reopen_fd()), and removes the control socket at exit ('U').
  * The reader itself runs under its own filter (PROXY_ROLE_READER): files, yes;
@@ -406,7 +406,7 @@ proxy_reader_audit_check(int fd, const char *path, char *err, size_t errlen)
 }
 
 /*
- * 'A': the configured audit log (and, if it is empty, path.1) opened for the
+ * 'L': the configured audit log (and, if it is empty, path.1) opened for the
  * worker, given to the daemon's user as at start-up.  The reply: int32 status,
  * int32 number of descriptors (attached), uint32 errlen, err bytes.
  */
@@ -478,7 +478,7 @@ proxy_reader_main(int fd)
 				_exit(1);
 			continue;
 		}
-		if (c == 'A') {
+		if (c == 'L') {
 			if (proxy_reader_audit(fd) == -1)
 				_exit(1);
 			continue;
@@ -745,7 +745,7 @@ proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen)
 
 	if (proxy_reader_fd == -1)
 		return audit_reopen(log, err, errlen);
-	if (proxy_reader_ask('A', &deadline, err, errlen) == -1)
+	if (proxy_reader_ask('L', &deadline, err, errlen) == -1)
 		return -1;
 	if (proxy_recv_fds(proxy_reader_fd, hdr, sizeof(hdr), fds, &nfd,
 	    deadline) == -1) {
