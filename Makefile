@@ -20,7 +20,8 @@ ifeq ($(SAN),1)
 O	:= build-san
 endif
 
-PKGS	:= libevent libevent_openssl libevent_pthreads openssl jansson libnftnl libmnl libvirt libpsl libnghttp2
+PKGS	:= libevent libevent_openssl libevent_pthreads openssl jansson libnftnl libmnl libvirt \
+	   libpsl libnghttp2 libseccomp
 
 WARN	:= -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Werror
@@ -30,11 +31,14 @@ CFLAGS	:= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	   -fno-sanitize-recover=undefined
 LDFLAGS	+= -fsanitize=address,undefined
 HARDEN	:= -fstack-protector-strong
+# The seccomp filters also let the sanitizers' own system calls through
+# (proxy/proxy_confine.c); only this build has it.
+SANDEF	:= -DAIRLOCK_SAN
 else
 HARDEN	:= -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now
 endif
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude \
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(SANDEF) $(CFLAGS) -Iinclude \
 	     $(PKG_CFLAGS)
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential pkg-config perl
 libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
-libpsl-dev publicsuffix libnghttp2-dev
+libpsl-dev publicsuffix libnghttp2-dev libseccomp-dev
 nghttp2-client python3-h2 python3-grpcio
 clang libclang-rt-14-dev
 iproute2 nftables curl openssl bind9-dnsutils wrk

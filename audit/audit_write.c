@@ -182,81 +182,83 @@ log_tail(int fd, off_t size, const char *path, const unsigned char *key,
 	return rv;
 }
 
-/*
- * Opens path for appending and finds where its chain ends: in path itself, or if it
- * is empty in path.1 (the file it was rotated to), or nowhere (a new chain).
- * Returns 0 with *fdp, *sizep, *seq and head set, or -1 with err.
- */
-static int
-log_open_fd(const char *path, const unsigned char *key, size_t keylen, int *fdp,
-    off_t *sizep, long long *seq, char head[AUDIT_HASH_HEX + 1], char *err,
+int
+audit_path_open(const char *path, int oflags, int *fdp, int *rfdp, char *err,
     size_t errlen)
 {
 	char rotated[4096];
 	struct stat st;
-	int fd = -1, rfd = -1, rv = -1;
+	int fd;
 
-	if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0600)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		goto out;
+	*fdp = *rfdp = -1;
+	if ((size_t)snprintf(rotated, sizeof(rotated), "%s.1", path) >=
+	    sizeof(rotated)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
 	}
+	if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+	    oflags, 0600)) == -1 || fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	/* Empty: the chain may go on from the file it was rotated to. */
+	if (st.st_size == 0 && (*rfdp = open(rotated, O_RDONLY | O_CLOEXEC |
+	    O_NOCTTY | oflags)) == -1 && errno != ENOENT) {
+		snprintf(err, errlen, "%s: %s", rotated, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/*
+ * Takes the log file open on fd (audit_path_open()) for writing and finds where its
+ * chain ends: in that file itself, or if it is empty in rfd's (path.1, the file it
+ * was rotated to; -1: none, a new chain).  Locks fd.  Returns 0 with *sizep, *seq
+ * and head set, or -1 with err; the caller closes fd and rfd either way.
+ */
+static int
+log_take_fd(const char *path, int fd, int rfd, const unsigned char *key,
+    size_t keylen, off_t *sizep, long long *seq, char head[AUDIT_HASH_HEX + 1],
+    char *err, size_t errlen)
+{
+	char rotated[4096];
+	struct stat st, rst;
+
+	snprintf(rotated, sizeof(rotated), "%s.1", path);
 	if (fstat(fd, &st) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		goto out;
+		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file", path);
-		goto out;
+		return -1;
 	}
 	/* Two writers would fork the chain; the lock goes with the fd. */
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		snprintf(err, errlen, "%s: %s", path, errno == EWOULDBLOCK ?
 		    "another process is writing this audit log" :
 		    strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (st.st_size > 0) {
-		if (log_tail(fd, st.st_size, path, key, keylen, seq, head, err,
-		    errlen) == -1)
-			goto out;
-	} else {
-		if ((size_t)snprintf(rotated, sizeof(rotated), "%s.1", path) >=
-		    sizeof(rotated)) {
-			snprintf(err, errlen, "%s: path too long", path);
-			goto out;
-		}
-		if ((rfd = open(rotated, O_RDONLY | O_CLOEXEC)) == -1) {
-			if (errno != ENOENT) {
-				snprintf(err, errlen, "%s: %s", rotated,
-				    strerror(errno));
-				goto out;
-			}
-			*seq = 0;
-			memcpy(head, AUDIT_ZERO_HASH, AUDIT_HASH_HEX + 1);
-		} else {
-			struct stat rst;
-
-			if (fstat(rfd, &rst) == -1) {
-				snprintf(err, errlen, "%s: %s", rotated,
-				    strerror(errno));
-				goto out;
-			}
-			if (log_tail(rfd, rst.st_size, rotated, key, keylen, seq,
-			    head, err, errlen) == -1)
-				goto out;
-		}
-	}
-	*fdp = fd;
-	fd = -1;	/* transferred */
 	*sizep = st.st_size;
-	rv = 0;
- out:
-	if (fd != -1)
-		close(fd);
-	if (rfd != -1)
-		close(rfd);
-	return rv;
+	if (st.st_size > 0)
+		return log_tail(fd, st.st_size, path, key, keylen, seq, head, err,
+		    errlen);
+	if (rfd == -1) {
+		*seq = 0;
+		memcpy(head, AUDIT_ZERO_HASH, AUDIT_HASH_HEX + 1);
+		return 0;
+	}
+	if (fstat(rfd, &rst) == -1) {
+		snprintf(err, errlen, "%s: %s", rotated, strerror(errno));
+		return -1;
+	}
+	return log_tail(rfd, rst.st_size, rotated, key, keylen, seq, head, err,
+	    errlen);
 }
 
 struct audit_log *
@@ -264,6 +266,7 @@ audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key
     size_t keylen, char *err, size_t errlen)
 {
 	struct audit_log *log = NULL;
+	int rfd = -1, rv;
 
 	if (key != NULL && (keylen == 0 || keylen > AUDIT_KEY_MAX)) {
 		snprintf(err, errlen, "%s: the audit key must be 1 to %d bytes",
@@ -281,10 +284,16 @@ audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key
 		memcpy(log->lg_key, key, keylen);
 		log->lg_keylen = keylen;
 	}
-	if (log_open_fd(path, log->lg_keylen ? log->lg_key : NULL, log->lg_keylen,
-	    &log->lg_fd, &log->lg_size, &log->lg_seq, log->lg_head, err,
-	    errlen) == -1)
+	if (audit_path_open(path, 0, &log->lg_fd, &rfd, err, errlen) == -1)
 		goto error;
+	rv = log_take_fd(path, log->lg_fd, rfd, log->lg_keylen ? log->lg_key : NULL,
+	    log->lg_keylen, &log->lg_size, &log->lg_seq, log->lg_head, err, errlen);
+	if (rfd != -1)
+		close(rfd);
+	if (rv == -1) {
+		close(log->lg_fd);
+		goto error;
+	}
 	log->lg_synced = log->lg_seq;
 	if ((log->lg_agg = audit_agg_new(AUDIT_AGG_SLOTS)) == NULL) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -325,21 +334,31 @@ audit_open(const char *path, enum audit_fsync fs, char *err, size_t errlen)
 int
 audit_reopen(struct audit_log *log, char *err, size_t errlen)
 {
+	int fd, rfd;
+
+	if (audit_path_open(log->lg_path, 0, &fd, &rfd, err, errlen) == -1)
+		return -1;
+	return audit_reopen_fd(log, fd, rfd, err, errlen);
+}
+
+int
+audit_reopen_fd(struct audit_log *log, int fd, int rfd, char *err, size_t errlen)
+{
 	char head[AUDIT_HASH_HEX + 1];
 	struct stat st, cur;
 	long long seq;
 	off_t size;
-	int fd = -1, rv = -1;
+	int rv = -1;
 
 	pthread_mutex_lock(&log->lg_mtx);
 	/* Not rotated: keep the fd (a second one would fail our own flock). */
-	if (stat(log->lg_path, &st) == 0 && fstat(log->lg_fd, &cur) == 0 &&
+	if (fstat(fd, &st) == 0 && fstat(log->lg_fd, &cur) == 0 &&
 	    st.st_dev == cur.st_dev && st.st_ino == cur.st_ino) {
 		rv = 0;
 		goto out;
 	}
-	if (log_open_fd(log->lg_path, log->lg_keylen ? log->lg_key : NULL,
-	    log->lg_keylen, &fd, &size, &seq, head, err, errlen) == -1)
+	if (log_take_fd(log->lg_path, fd, rfd, log->lg_keylen ? log->lg_key : NULL,
+	    log->lg_keylen, &size, &seq, head, err, errlen) == -1)
 		goto out;
 	if (seq != log->lg_seq || strcmp(head, log->lg_head) != 0) {
 		snprintf(err, errlen, "%s: the chain on disk ends at seq %lld, "
@@ -365,6 +384,8 @@ audit_reopen(struct audit_log *log, char *err, size_t errlen)
 	pthread_mutex_unlock(&log->lg_mtx);
 	if (fd != -1)
 		close(fd);
+	if (rfd != -1)
+		close(rfd);
 	return rv;
 }
 

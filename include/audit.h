@@ -193,6 +193,22 @@ int	audit_error(struct audit_log *log);
  * chain ends; the old file then stays in use.
  */
 int	audit_reopen(struct audit_log *log, char *err, size_t errlen);
+/*
+ * The files audit_reopen() needs, for a writer that may not open files itself (a
+ * confined process, given them by one that may): path opened as the log is
+ * (O_RDWR | O_APPEND | O_CREAT, 0600, plus oflags, e.g. O_NOFOLLOW) into *fd and,
+ * when that file is empty, its rotated predecessor path.1 read-only into *rfd (-1
+ * if there is none).  Returns 0, or -1 with err (both -1).
+ */
+int	audit_path_open(const char *path, int oflags, int *fd, int *rfd, char *err,
+	    size_t errlen);
+/*
+ * audit_reopen() on those files: fd (and rfd, or -1) are taken over, used or
+ * closed.  Nothing is looked up by path.  Returns 0, or -1 with err (the old file
+ * then stays in use).
+ */
+int	audit_reopen_fd(struct audit_log *log, int fd, int rfd, char *err,
+	    size_t errlen);
 /* Last record's seq (0 if none) and hash (hex, 65 bytes with NUL) of the chain. */
 long long audit_head(struct audit_log *log, char hash[AUDIT_HASH_HEX + 1]);
 void	audit_close(struct audit_log *log);

@@ -47,6 +47,12 @@ int	hostname_normalize(const char *in, size_t len, char *out);
  * such as github.io included) or a single label ("*.internal").  Thread-safe.
  */
 int	hostname_pattern_normalize(const char *in, size_t len, char *out);
+/*
+ * Loads the public suffix list now.  It is otherwise read from its file at the
+ * first wildcard pattern: a process that may open no file later (airlockd's
+ * confined worker) calls this first.  Thread-safe, once.
+ */
+void	hostname_preload(void);
 
 /*
  * 1 if the normalised name matches the normalised pattern: equal, or for "*.s", name

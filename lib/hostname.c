@@ -333,6 +333,12 @@ hostname_psl_init(void)
 		hostname_psl = psl_builtin();
 }
 
+void
+hostname_preload(void)
+{
+	(void)pthread_once(&hostname_psl_once, hostname_psl_init);
+}
+
 int
 hostname_pattern_normalize(const char *in, size_t len, char *out)
 {

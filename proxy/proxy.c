@@ -44,6 +44,10 @@
  *	  reader (root)		reads records, policies, vault, CAs; no input
  *	    keyd (config.user)	the sandbox CAs' private keys; signs leaves
  *	  netwatch (root)	reinstalls airlock's nftables tables
+ * Then airlockd confines itself for good (proxy_confine.c): no capability, no file
+ * system view (before its threads start) and a seccomp allowlist (once they run);
+ * what it still needs from the file system after that comes from the reader as
+ * descriptors.  Every other process has a filter of its own.
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -56,12 +60,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/dns.h>
@@ -70,9 +76,11 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "hostname.h"
 #include "log.h"
 #include "proxy.h"
 #include "proxy_audit.h"
+#include "proxy_confine.h"
 #include "proxy_path.h"
 #include "proxy_core.h"
 #include "proxy_dns.h"
@@ -157,15 +165,30 @@ proxy_event_log(int severity, const char *msg)
 }
 
 /*
+ * glibc's malloc: at most 8 arenas per CPU, its own default, but counted now (an
+ * allocator without arenas, ASan's, ignores it).
+ */
+static void
+proxy_arena_max(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	(void)mallopt(M_ARENA_MAX, (int)(n > 1024 ? 8192 : 8 * n));
+}
+
+/*
  * The main thread: signals and the control socket.
  */
 
 /*
  * SIGHUP: after logrotate renamed the audit log away, continue the chain in a new
- * file at the same path; then reload.  Unprivileged by now: the new file is created
- * in the log's directory (or opened, if logrotate's "create 0600 airlock airlock"
- * made it) as the airlockd user, which owns the old file (proxy_audit_open()).  If
- * that fails, the old file stays in use and the reason is logged.
+ * file at the same path; then reload.  The worker opens no file by now: the root
+ * reader opens the configured path (created, or as logrotate's "create" made it)
+ * and the renamed one, gives the new file to the daemon's user and passes both
+ * over (proxy_audit_reopen()).  If that fails, the old file stays in use and the
+ * reason is logged.
  */
 static void
 proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
@@ -174,7 +197,7 @@ proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
 	char err[512];
 
 	log_info("SIGHUP: reopening the audit log, reloading");
-	if (audit_reopen(proxy_log, err, sizeof(err)) == -1)
+	if (proxy_audit_reopen(proxy_log, err, sizeof(err)) == -1)
 		log_warnx("audit log: %s", err);
 	reply = proxy_cmd_reload("sighup");
 	json_decref(reply);
@@ -192,8 +215,8 @@ proxy_sigterm_cb(evutil_socket_t sig, short what, void *arg)
 /*
  * Opens the audit log (keyed when audit.key_file is set: the key is read here, as
  * root, and wiped; audit_close() wipes the log's copy).  As root, the file is then
- * given to the user airlockd drops to (pw), so that after a rotation the renamed
- * file can still be read to continue the chain (audit_reopen() on SIGHUP).
+ * given to the user airlockd drops to (pw), as the reader gives it every later file
+ * of the log after a rotation: the log is the daemon's.
  */
 static int
 proxy_audit_open(const struct passwd *pw, char *err, size_t errlen)
@@ -299,31 +322,24 @@ proxy_main(const struct proxy_opts *o)
 			    proxy_cfg.user);
 			return 1;
 		}
-		/*
-		 * Before any other fd is open: the reader, and keyd which it
-		 * forks, inherit nothing else.
-		 */
-		if (proxy_reader_start(pw, err, sizeof(err)) == -1) {
-			log_warnx("%s", err);
-			return 1;
-		}
+	} else
+		log_warnx("not started as root: running as uid %u without "
+		    "dropping privileges", (unsigned int)geteuid());
+	/*
+	 * Before any other fd is open: the reader, and keyd which it forks, inherit
+	 * nothing else.  Without root too (with this process's rights, keyd then
+	 * with the same uid): the confined worker opens no file, dropped or not.
+	 */
+	if (proxy_reader_start(pw, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	if (is_root) {
 		/* Root too: it reinstalls airlock's tables (proxy_netwatch.c). */
 		if (proxy_netwatch_start(&proxy_cfg, err, sizeof(err)) == -1) {
 			log_warnx("%s", err);
 			proxy_keyd_client_stop();
 			proxy_reader_stop();
-			return 1;
-		}
-	} else {
-		log_warnx("not started as root: running as uid %u without "
-		    "dropping privileges", (unsigned int)geteuid());
-		/*
-		 * keyd all the same (same uid: not dumpable, so this process
-		 * cannot read its memory either): the CA keys are read here,
-		 * sent to it and wiped (proxy_reader.c, proxy_keys_make()).
-		 */
-		if (proxy_keyd_start_local(err, sizeof(err)) == -1) {
-			log_warnx("%s", err);
 			return 1;
 		}
 	}
@@ -388,10 +404,7 @@ proxy_main(const struct proxy_opts *o)
 		log_warnx("event_base_new failed");
 		goto out;
 	}
-	/* After daemon(): a thread does not survive a fork. */
-	if (proxy_audit_sync_start() == -1)
-		log_warn("audit sync thread: denials wait in the workers");
-	if (proxy_threads_start(proxy_fd, udp_fd, tcp_fd, err, sizeof(err)) == -1) {
+	if (proxy_threads_new(proxy_fd, udp_fd, tcp_fd, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		goto out;
 	}
@@ -414,6 +427,33 @@ proxy_main(const struct proxy_opts *o)
 	}
 	if ((ev_audit = proxy_audit_timer_new(base)) == NULL) {
 		log_warnx("audit flush timer failed");
+		goto out;
+	}
+	/*
+	 * Everything is open: from here on nothing of the file system is read.  What
+	 * would still read a file lazily is read now: the time zone (syslog's
+	 * timestamps), the public suffix list (wildcard rules of a policy loaded
+	 * later), and the number of CPUs, which glibc's malloc reads from /sys the
+	 * first time a thread would need a ninth arena unless M_ARENA_MAX says how
+	 * many there may be (its own default, 8 per CPU); the trust store and
+	 * resolv.conf were read whole above.  Then the file system view is closed
+	 * while this is the only thread (Landlock binds the threads started after it,
+	 * not those before), the threads start, and the seccomp filter goes onto all
+	 * of them at once.
+	 */
+	tzset();
+	hostname_preload();
+	proxy_arena_max();
+	if (proxy_confine_fs(err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
+	/* After daemon(): a thread does not survive a fork. */
+	if (proxy_audit_sync_start() == -1)
+		log_warn("audit sync thread: denials wait in the workers");
+	if (proxy_threads_run(err, sizeof(err)) == -1 ||
+	    proxy_confine(PROXY_ROLE_WORKER, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
 		goto out;
 	}
 	log_info("ready: proxy port %u, dns port %u, %u worker(s), uid %u",
@@ -448,9 +488,9 @@ proxy_main(const struct proxy_opts *o)
 		close(tcp_fd);
 	if (ctl_fd != -1)
 		close(ctl_fd);
-	/* After the drop this may fail (root's directory): the next start cleans up. */
+	/* Its directory is root's: the reader removes it (else the next start does). */
 	if (ctl_made)
-		(void)unlink(proxy_cfg.control_socket);
+		proxy_reader_ctl_unlink();
 	if (proxy_log != NULL)
 		audit_close(proxy_log);
 	proxy_log = NULL;

@@ -615,7 +615,7 @@ proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdn
 	TAILQ_INIT(&w->pw_conns);
 	TAILQ_INIT(&w->pw_lingers);
 	if (proxy_conn_host_addrs(w) == -1)
-		log_warn("getifaddrs: the host's own addresses are unknown");
+		log_warn("SIOCGIFCONF: the host's own addresses are unknown");
 	/* Inspect mode's contexts: a broken trust store stops the start. */
 	if ((w->pw_tls_in = proxy_tls_server_ctx()) == NULL ||
 	    (w->pw_tls_out = proxy_tls_client_ctx(proxy_config()->upstream_ca_file,
@@ -663,7 +663,7 @@ proxy_worker_recheck(struct proxy_worker *w)
 	struct proxy_conn *c, *next;
 
 	if (proxy_conn_host_addrs(w) == -1)
-		log_warn("getifaddrs");
+		log_warn("SIOCGIFCONF");
 	/* Every state, the peek included: none may go on under an older policy. */
 	for (c = TAILQ_FIRST(&w->pw_conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, pc_entry);

@@ -10,16 +10,18 @@
  * not private unless the deciding rule is a cidr rule naming that range
  * (policy_rule_allows_private()); a name rule never opens a private address.
  */
+#include <sys/ioctl.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <errno.h>
-#include <ifaddrs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
@@ -33,23 +35,36 @@
 #include "proxy_reason.h"
 
 
+/*
+ * The host's own IPv4 addresses, every one of every interface, with SIOCGIFCONF on
+ * a datagram socket: getifaddrs() would open a netlink socket, which the worker's
+ * seccomp filter refuses (proxy_confine.c).  IPv4 is all the check needs: upstreams
+ * are dialed over IPv4 only.
+ */
 int
 proxy_conn_host_addrs(struct proxy_worker *w)
 {
-	struct ifaddrs *ifa = NULL, *i;
-	size_t n = 0;
+	struct ifreq req[PROXY_HOST_ADDRS_MAX];
+	struct ifconf ifc;
+	size_t n = 0, i;
+	int fd;
 
-	if (getifaddrs(&ifa) == -1)
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
-	for (i = ifa; i != NULL && n < PROXY_HOST_ADDRS_MAX; i = i->ifa_next) {
-		if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET &&
-		    i->ifa_addr->sa_family != AF_INET6))
-			continue;
-		if (netaddr_from_sockaddr(i->ifa_addr, &w->pw_host[n], NULL) == 0)
-			n++;
+	memset(&ifc, 0, sizeof(ifc));
+	ifc.ifc_len = sizeof(req);
+	ifc.ifc_req = req;
+	if (ioctl(fd, SIOCGIFCONF, &ifc) == -1) {
+		close(fd);
+		return -1;
 	}
+	close(fd);
+	for (i = 0; i < (size_t)ifc.ifc_len / sizeof(req[0]); i++)
+		if (req[i].ifr_addr.sa_family == AF_INET &&
+		    netaddr_from_sockaddr(&req[i].ifr_addr, &w->pw_host[n],
+		    NULL) == 0)
+			n++;
 	w->pw_nhost = n;
-	freeifaddrs(ifa);
 	return 0;
 }
 

@@ -24,12 +24,15 @@ struct proxy_keys;
 
 /* proxy_threads.c: the worker threads */
 /*
- * Builds and starts the worker threads on the proxy listener and the two DNS
- * sockets.  0, or -1 with err (what was started is then stopped by
+ * Builds the worker threads' state on the proxy listener and the two DNS sockets
+ * (the files they read are read here: resolv.conf, /etc/hosts, the trust store),
+ * then, once the file system view is closed, starts them (proxy_threads_run()).
+ * 0, or -1 with err (what was built or started is then ended by
  * proxy_threads_stop(), which is also the end at exit).
  */
-int	proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
+int	proxy_threads_new(int proxy_fd, int udp_fd, int tcp_fd, char *err,
 	    size_t errlen);
+int	proxy_threads_run(char *err, size_t errlen);
 void	proxy_threads_stop(void);
 /* Asks every worker, in its own thread, to re-check its live connections. */
 void	proxy_threads_recheck(void);
@@ -60,13 +63,13 @@ void	proxy_state_free(struct proxy_state *st);
  */
 int	proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen);
 /*
- * Forks the root reader (as root, before any other fd is open), which forks the keys
- * process (proxy_keyd.c, dropping to pw) and links it to this process's control
- * channel.  0, or -1 with err.
+ * Forks the root reader (before any other fd is open; as root, or with this
+ * process's rights when it is not), which forks the keys process (proxy_keyd.c,
+ * dropping to pw unless pw is NULL) and links it to this process's control channel;
+ * the audit log files the reader opens after a rotation are given to pw.  0, or -1
+ * with err.
  */
 int	proxy_reader_start(const struct passwd *pw, char *err, size_t errlen);
-/* Without the reader: forks keyd here (same uid) and links it.  0, or -1 with err. */
-int	proxy_keyd_start_local(char *err, size_t errlen);
 /* Ends the root reader, if there is one, and waits for it. */
 void	proxy_reader_stop(void);
 /*
@@ -81,6 +84,14 @@ int	proxy_state_read(struct proxy_state *st, char *err, size_t errlen);
  */
 int	proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
 	    size_t errlen);
+/*
+ * After logrotate renamed the audit log away: log goes on in a new file at its
+ * path, opened by the reader and passed over (or here, without a reader).  0, or
+ * -1 with err (the old file then stays in use).
+ */
+int	proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen);
+/* At exit: asks the reader to remove the control socket (if there is a reader). */
+void	proxy_reader_ctl_unlink(void);
 
 /* proxy_reload.c: reload and the control commands */
 /*

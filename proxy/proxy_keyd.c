@@ -47,6 +47,7 @@
 #include "ca.h"
 #include "hostname.h"
 #include "log.h"
+#include "proxy_confine.h"
 #include "proxy_globals.h"
 #include "proxy_keyd.h"
 #include "proxy_keymsg.h"
@@ -776,6 +777,41 @@ keyd_serve(struct keyd *kd, int reader_fd, int ctl_fd)
  * Start-up.
  */
 
+/*
+ * What OpenSSL reads lazily is read now, before the filter (which allows no open):
+ * its configuration (at the first use of almost anything) and the tables of a
+ * signature.  A throwaway key signs a throwaway certificate the way a leaf is
+ * minted (EC key, its public half through DER, SHA-256).  0, or -1.
+ */
+static int
+keyd_warm(void)
+{
+	EVP_PKEY *k = NULL, *pub = NULL;
+	X509 *x = NULL;
+	unsigned char *der = NULL;
+	const unsigned char *p;
+	int n, rv = -1;
+
+	if (OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL) != 1 ||
+	    (k = ca_leaf_key_new()) == NULL ||
+	    (n = i2d_PUBKEY(k, &der)) <= 0)
+		goto out;
+	p = der;
+	if ((pub = d2i_PUBKEY(NULL, &p, n)) == NULL || (x = X509_new()) == NULL ||
+	    X509_set_version(x, 2) != 1 || X509_set_pubkey(x, pub) != 1 ||
+	    X509_gmtime_adj(X509_getm_notBefore(x), 0) == NULL ||
+	    X509_gmtime_adj(X509_getm_notAfter(x), 60) == NULL ||
+	    X509_sign(x, k, EVP_sha256()) <= 0)
+		goto out;
+	rv = 0;
+ out:
+	OPENSSL_free(der);
+	X509_free(x);
+	EVP_PKEY_free(pub);
+	EVP_PKEY_free(k);
+	return rv;
+}
+
 pid_t
 proxy_keyd_start(const struct passwd *pw, int reader_fd, int ctl_fd, char *err,
     size_t errlen)
@@ -810,6 +846,15 @@ proxy_keyd_start(const struct passwd *pw, int reader_fd, int ctl_fd, char *err,
 		_exit(1);
 	}
 	log_debug("ready: uid %u", (unsigned int)geteuid());
+	/* Its own filter (proxy_confine.c) before the first message is read. */
+	if (keyd_warm() == -1) {
+		log_warnx("OpenSSL cannot sign");
+		_exit(1);
+	}
+	if (proxy_confine(PROXY_ROLE_KEYD, err, errlen) == -1) {
+		log_warnx("%s", err);
+		_exit(1);
+	}
 	rv = keyd_serve(kd, reader_fd, ctl_fd);
 	keyd_free(kd);
 	_exit(rv);

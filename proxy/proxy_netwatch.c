@@ -10,7 +10,9 @@
  * were lost), netctl_guard_check(), which compares both tables with the records and
  * reinstalls them in one batch when anything differs.  When it found something it
  * sends one fixed-size report; airlockd writes it as an "alarm" audit record and
- * counts it in `airlock stats` (rules_reinstalled, alarms).
+ * counts it in `airlock stats` (rules_reinstalled, alarms).  It runs under its own
+ * seccomp filter (PROXY_ROLE_NETWATCH, proxy_confine.c): netlink for nftables, the
+ * state directory, no exec.
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -19,6 +21,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 
 #include "log.h"
 #include "netctl.h"
+#include "proxy_confine.h"
 #include "proxy_globals.h"
 #include "proxy_netwatch.h"
 #include "proxy_proc.h"
@@ -92,14 +96,29 @@ proxy_nw_check(int fd, const struct airlock_config *cfg, char *lasterr,
 }
 
 static void __attribute__((noreturn))
-proxy_nw_main(int fd, const struct airlock_config *cfg)
+proxy_nw_main(int fd, const struct airlock_config *daemon_cfg)
 {
+	static struct airlock_config cfg_copy;
+	const struct airlock_config *cfg = &cfg_copy;
 	struct netctl_guard *g;
+	struct passwd *pw;
 	struct pollfd pfd[2];
 	char err[256], lasterr[256] = "", c;
 	int i, n;
 
 	log_procinit("netwatch");
+	/*
+	 * Every check matches airlockd's user in a rule: as a uid from here on, so no
+	 * check needs the user database (NSS may load a module: not once confined).
+	 */
+	cfg_copy = *daemon_cfg;
+	if ((pw = getpwnam(cfg_copy.user)) != NULL)
+		snprintf(cfg_copy.user, sizeof(cfg_copy.user), "%u",
+		    (unsigned int)pw->pw_uid);
+	if (proxy_confine(PROXY_ROLE_NETWATCH, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		_exit(1);
+	}
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);

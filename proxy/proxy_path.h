@@ -241,7 +241,7 @@ void	proxy_conn_dial(struct proxy_conn *c);
  */
 int	proxy_conn_addr_check(const struct proxy_worker *w,
 	    const struct policy_rule *rule, const struct netaddr *a, const char **why);
-/* Fills w's host address list from getifaddrs().  0 or -1. */
+/* Fills w's host address list (its IPv4 addresses: SIOCGIFCONF).  0 or -1. */
 int	proxy_conn_host_addrs(struct proxy_worker *w);
 
 /* proxy_conn_relay.c */

@@ -18,6 +18,15 @@
  * here, before the reader's fork; each process closes the ends not its own).
  * Without the reader airlockd forks keyd itself, sends it the keys and wipes its
  * own copy (proxy_keys_make()).
+ *
+ * The worker opens no file once it is confined (proxy_confine.c), so the reader
+ * also opens the audit log for it after a rotation ('L': the configured path, with
+ * O_NOFOLLOW, and path.1 when the new file is empty; both passed back with
+ * SCM_RIGHTS for audit_reopen_fd()), and removes the control socket at exit ('U').
+ * The reader itself runs under its own filter (PROXY_ROLE_READER, applied once keyd
+ * is forked): files, yes; sockets, no other than its own.  It is forked even when
+ * airlockd does not start as root (then with the same rights), so that the worker is
+ * the same either way.
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -25,6 +34,8 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +44,7 @@
 
 #include "file.h"
 #include "log.h"
+#include "proxy_confine.h"
 #include "proxy_core.h"
 #include "proxy_keyd.h"
 #include "proxy_keys.h"
@@ -40,6 +52,10 @@
 
 #define PROXY_RECORDS_MAX	4096
 #define PROXY_READER_TIMEOUT_MS	10000
+
+/* The daemon's user, who gets the audit log files opened after a rotation. */
+static uid_t proxy_reader_uid = (uid_t)-1;
+static gid_t proxy_reader_gid = (gid_t)-1;
 #define PROXY_KEYS_IMAGE_MAX	(256 * 1024 * 1024)
 
 int proxy_reader_fd = -1;		/* socket to the root reader */
@@ -231,13 +247,196 @@ proxy_reader_name(int fd, char *name, size_t namelen)
 	return sandbox_name_is_valid(name) ? 0 : -1;
 }
 
+/*
+ * Descriptors over the reader's socket.  A stream socket: the descriptors travel
+ * with the first byte of the message they are sent with, so the receiver takes them
+ * from the recvmsg() that reads that byte.
+ */
+#define PROXY_READER_FDS	2
+
+/* Writes len bytes of p with the nfd descriptors fds attached.  0 or -1. */
+static int
+proxy_send_fds(int fd, const void *p, size_t len, const int *fds, int nfd)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int) * PROXY_READER_FDS)];
+	} cm;
+	struct msghdr msg;
+	struct iovec iov;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = (void *)(uintptr_t)p;
+	iov.iov_len = len;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (nfd > 0) {
+		memset(&cm, 0, sizeof(cm));
+		msg.msg_control = cm.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+		cm.hdr.cmsg_level = SOL_SOCKET;
+		cm.hdr.cmsg_type = SCM_RIGHTS;
+		cm.hdr.cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+		memcpy(CMSG_DATA(&cm.hdr), fds, sizeof(int) * nfd);
+	}
+	while ((n = sendmsg(fd, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
+		;
+	if (n == -1)
+		return -1;
+	return proxy_fd_write_full(fd, (const char *)p + n, len - (size_t)n);
+}
+
+/*
+ * Reads exactly len bytes within the deadline and up to PROXY_READER_FDS
+ * descriptors that came with them into fds (*nfd of them, close-on-exec).  0, or
+ * -1 with none left open.
+ */
+static int
+proxy_recv_fds(int fd, void *p, size_t len, int *fds, int *nfd,
+    long long deadline)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int) * PROXY_READER_FDS)];
+	} cm;
+	struct cmsghdr *c;
+	struct msghdr msg;
+	struct iovec iov;
+	struct pollfd pfd;
+	ssize_t n;
+	int k, bad = 0;
+
+	*nfd = 0;
+	for (;;) {
+		long long left = deadline - proxy_deadline(0);
+
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		memset(&msg, 0, sizeof(msg));
+		iov.iov_base = p;
+		iov.iov_len = len;
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cm.buf;
+		msg.msg_controllen = sizeof(cm.buf);
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n == -1 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		break;
+	}
+	if (n == 0)
+		errno = EPIPE;
+	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c != NULL;
+	    c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (k = 0; (size_t)k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		    k++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (*nfd < PROXY_READER_FDS)
+				fds[(*nfd)++] = got;
+			else {
+				close(got);
+				bad = 1;
+			}
+		}
+	}
+	if (n > 0 && (msg.msg_flags & MSG_CTRUNC))
+		bad = 1;
+	if (n > 0 && !bad && proxy_fd_read_full(fd, (char *)p + n, len - (size_t)n,
+	    deadline) == 0)
+		return 0;
+	if (bad)
+		errno = EPROTO;
+	for (k = 0; k < *nfd; k++)
+		close(fds[k]);
+	*nfd = 0;
+	return -1;
+}
+
+/* Regular, one link, ours or the daemon's user's: a file the log may go on in. */
+static int
+proxy_reader_audit_check(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == -1) {
+		proxy_fmt(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (st.st_uid != geteuid() && st.st_uid != proxy_reader_uid)) {
+		proxy_fmt(err, errlen, "%s: not a regular file with one link owned "
+		    "by root or the daemon's user: not continuing the log in it",
+		    path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * 'L': the configured audit log (and, if it is empty, path.1) opened for the
+ * worker, given to the daemon's user as at start-up.  The reply: int32 status,
+ * int32 number of descriptors (attached), uint32 errlen, err bytes.
+ */
+static int
+proxy_reader_audit(int fd)
+{
+	char err[512] = "", rotated[PATH_MAX + 2];
+	int32_t hdr[3];
+	int fds[2] = { -1, -1 }, nfd = 0, status = 0, rv;
+
+	snprintf(rotated, sizeof(rotated), "%s.1", proxy_cfg.audit_path);
+	if (audit_path_open(proxy_cfg.audit_path, O_NOFOLLOW, &fds[0], &fds[1], err,
+	    sizeof(err)) == -1 ||
+	    proxy_reader_audit_check(fds[0], proxy_cfg.audit_path, err,
+	    sizeof(err)) == -1 ||
+	    (fds[1] != -1 && proxy_reader_audit_check(fds[1], rotated, err,
+	    sizeof(err)) == -1))
+		status = 1;
+	else {
+		nfd = fds[1] != -1 ? 2 : 1;
+		if (proxy_reader_uid != (uid_t)-1 && fchown(fds[0],
+		    proxy_reader_uid, proxy_reader_gid) == -1)
+			log_warn("%s: chown (a rotated log could not be continued)",
+			    proxy_cfg.audit_path);
+	}
+	hdr[0] = status;
+	hdr[1] = nfd;
+	hdr[2] = (int32_t)strlen(err);
+	rv = proxy_send_fds(fd, hdr, sizeof(hdr), fds, nfd) == -1 ||
+	    proxy_fd_write_full(fd, err, strlen(err)) == -1 ? -1 : 0;
+	if (fds[0] != -1)
+		close(fds[0]);
+	if (fds[1] != -1)
+		close(fds[1]);
+	return rv;
+}
+
+/* 'U': the control socket, if it still is one (airlockd is on its way out). */
+static void
+proxy_reader_ctl_gone(void)
+{
+	struct stat st;
+
+	if (lstat(proxy_cfg.control_socket, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    unlink(proxy_cfg.control_socket) == -1)
+		log_warn("%s", proxy_cfg.control_socket);
+}
+
 static void __attribute__((noreturn))
 proxy_reader_main(int fd)
 {
 	char c, name[SANDBOX_NAME_MAX + 1];
 	ssize_t n;
 
-	log_procinit("reader");
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
@@ -260,6 +459,15 @@ proxy_reader_main(int fd)
 				break;
 			continue;
 		}
+		if (c == 'L') {
+			if (proxy_reader_audit(fd) == -1)
+				break;
+			continue;
+		}
+		if (c == 'U') {
+			proxy_reader_ctl_gone();
+			continue;
+		}
 		if (c != 'R') {
 			log_warnx("unexpected request from airlockd");
 			break;
@@ -280,7 +488,7 @@ int
 proxy_reader_start(const struct passwd *pw, char *err, size_t errlen)
 {
 	int sv[2] = { -1, -1 }, ctl[2] = { -1, -1 }, kd[2] = { -1, -1 };
-	char kerr[256];
+	char kerr[256], cerr[512];
 	pid_t pid, kpid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
@@ -309,6 +517,17 @@ proxy_reader_start(const struct passwd *pw, char *err, size_t errlen)
 			proxy_keyd_link(kd[0], kpid);
 		else
 			close(kd[0]);
+		if (pw != NULL) {
+			proxy_reader_uid = pw->pw_uid;
+			proxy_reader_gid = pw->pw_gid;
+		}
+		log_procinit("reader");
+		/* keyd forked (the filter allows no fork): nothing after is unconfined. */
+		if (proxy_confine(PROXY_ROLE_READER, cerr, sizeof(cerr)) == -1) {
+			log_warnx("%s", cerr);
+			proxy_keyd_unlink();
+			_exit(1);
+		}
 		proxy_reader_main(sv[1]);
 	}
 	close(sv[1]);
@@ -329,36 +548,6 @@ proxy_reader_start(const struct passwd *pw, char *err, size_t errlen)
 			close(kd[pid]);
 	}
 	return -1;
-}
-
-/* Not root, no reader: keyd is this process's child (same uid).  0 or -1. */
-int
-proxy_keyd_start_local(char *err, size_t errlen)
-{
-	int ctl[2], kd[2];
-	pid_t pid;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) == -1) {
-		proxy_fmt(err, errlen, "socketpair: %s", strerror(errno));
-		return -1;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, kd) == -1) {
-		proxy_fmt(err, errlen, "socketpair: %s", strerror(errno));
-		close(ctl[0]);
-		close(ctl[1]);
-		return -1;
-	}
-	pid = proxy_keyd_start(NULL, kd[1], ctl[1], err, errlen);
-	close(kd[1]);
-	close(ctl[1]);
-	if (pid == -1) {
-		close(kd[0]);
-		close(ctl[0]);
-		return -1;
-	}
-	proxy_keyd_link(kd[0], pid);
-	proxy_keyd_client_init(ctl[0]);
-	return 0;
 }
 
 void
@@ -531,4 +720,85 @@ proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
 	close(proxy_reader_fd);
 	proxy_reader_fd = -2;
 	return -1;
+}
+
+/* The stream is out of step now: no further request can trust it. */
+static void
+proxy_reader_broken(void)
+{
+	close(proxy_reader_fd);
+	proxy_reader_fd = -2;
+}
+
+/*
+ * Sends request c to the reader; *deadline is when its whole reply must be in.
+ * 0, or -1 with err (a reader gone after an earlier error, or gone now).
+ */
+static int
+proxy_reader_ask(char c, long long *deadline, char *err, size_t errlen)
+{
+	if (proxy_reader_fd < 0) {
+		proxy_fmt(err, errlen, "state reader: gone after an earlier error "
+		    "(restart airlockd)");
+		return -1;
+	}
+	*deadline = proxy_deadline(PROXY_READER_TIMEOUT_MS);
+	if (proxy_fd_write_full(proxy_reader_fd, &c, 1) == -1) {
+		proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+		proxy_reader_broken();
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * After a rotation: the audit log at its configured path, opened by the root reader
+ * (the worker opens no file), continues the chain (audit_reopen_fd()).  Without a
+ * reader, audit_reopen() here.  0, or -1 with err (the old file stays in use).
+ */
+int
+proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen)
+{
+	long long deadline;
+	int32_t hdr[3];
+	int fds[PROXY_READER_FDS], nfd, k;
+
+	if (proxy_reader_fd == -1)
+		return audit_reopen(log, err, errlen);
+	if (proxy_reader_ask('L', &deadline, err, errlen) == -1)
+		return -1;
+	if (proxy_recv_fds(proxy_reader_fd, hdr, sizeof(hdr), fds, &nfd,
+	    deadline) == -1) {
+		proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+		goto broken;
+	}
+	if (hdr[2] < 0 || (size_t)hdr[2] >= errlen || hdr[1] != nfd ||
+	    (hdr[0] == 0 && nfd == 0) || (hdr[0] != 0 && nfd != 0)) {
+		proxy_fmt(err, errlen, "state reader: protocol error");
+		goto close_broken;
+	}
+	if (proxy_fd_read_full(proxy_reader_fd, err, (size_t)hdr[2], deadline) == -1) {
+		proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
+		goto close_broken;
+	}
+	err[hdr[2]] = '\0';
+	if (hdr[0] != 0)
+		return -1;
+	return audit_reopen_fd(log, fds[0], nfd > 1 ? fds[1] : -1, err, errlen);
+ close_broken:
+	for (k = 0; k < nfd; k++)
+		close(fds[k]);
+ broken:
+	proxy_reader_broken();
+	return -1;
+}
+
+/* At exit: the reader removes the control socket (its directory is root's). */
+void
+proxy_reader_ctl_unlink(void)
+{
+	char c = 'U';
+
+	if (proxy_reader_fd >= 0)
+		(void)proxy_fd_write_full(proxy_reader_fd, &c, 1);
 }

@@ -78,8 +78,7 @@ proxy_nworkers(void)
 }
 
 int
-proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
-    size_t errlen)
+proxy_threads_new(int proxy_fd, int udp_fd, int tcp_fd, char *err, size_t errlen)
 {
 	struct proxy_thread *pt;
 	unsigned int i, n;
@@ -102,7 +101,10 @@ proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
 			proxy_fmt(err, errlen, "worker %u: evdns_base_new failed", i);
 			return -1;
 		}
-		/* The host's resolver: /etc/hosts (DNS_OPTION_HOSTSFILE) and resolv.conf. */
+		/*
+		 * The host's resolver: /etc/hosts (DNS_OPTION_HOSTSFILE) and
+		 * resolv.conf, both read whole here; evdns opens neither again.
+		 */
 		rc = evdns_base_resolv_conf_parse(pt->pt_evdns, DNS_OPTIONS_ALL,
 		    "/etc/resolv.conf");
 		if (rc != 0 && i == 0)
@@ -123,6 +125,20 @@ proxy_threads_start(int proxy_fd, int udp_fd, int tcp_fd, char *err,
 			proxy_fmt(err, errlen, "worker %u: event_new failed", i);
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* Starts the worker threads proxy_threads_new() made.  0, or -1 with err. */
+int
+proxy_threads_run(char *err, size_t errlen)
+{
+	struct proxy_thread *pt;
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < proxy_nthreads; i++) {
+		pt = &proxy_threads[i];
 		if ((rc = pthread_create(&pt->pt_thread, NULL, proxy_thread_main,
 		    pt)) != 0) {
 			proxy_fmt(err, errlen, "worker %u: %s", i, strerror(rc));

@@ -24,7 +24,9 @@
  * handshake_failure alert before any server message.
  *
  * Towards the origin (client side): TLS 1.2+, forward secrecy on TLS 1.2 (no RSA key
- * exchange), SSL_VERIFY_PEER against the system store or upstream_ca_file, the host
+ * exchange), SSL_VERIFY_PEER against the system store or upstream_ca_file (either
+ * read whole into memory when the context is made: the worker opens no file once it
+ * is confined, proxy_tls_load_system()), the host
  * name checked with SSL_set1_host (set per connection, with SNI) against the
  * subjectAltName DNS names only: a certificate's subject CN is never read as a host
  * name (X509_CHECK_FLAG_NEVER_CHECK_SUBJECT; RFC 9525 6.3, as browsers do), so a
@@ -51,6 +53,7 @@
  * one it was verified under; a server that declines the ticket gets a full,
  * verified handshake.  A failed connection drops the entry.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +322,69 @@ proxy_tls_verify_cb(int preverify, X509_STORE_CTX *xs)
 	return 1;
 }
 
+/* 1 for a name the hashed-directory lookup reads: 8 hex digits, '.', digits. */
+static int
+proxy_tls_hash_name(const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+			return 0;
+	if (n[8] != '.' || n[9] == '\0')
+		return 0;
+	for (i = 9; n[i] != '\0'; i++)
+		if (n[i] < '0' || n[i] > '9')
+			return 0;
+	return 1;
+}
+
+/*
+ * The system trust store into st, read whole now: OpenSSL's default file
+ * (SSL_CERT_FILE) and every certificate of its hashed directories (SSL_CERT_DIR,
+ * ':'-separated).  SSL_CTX_set_default_verify_paths() would add the directories as
+ * a lookup that opens HASH.N files at each verification, lazily, which the confined
+ * worker cannot do (proxy_confine.c).  The files read are those that lookup could
+ * find (proxy_tls_hash_name()), so the anchors are the same.  Like that call, a
+ * missing file or directory is not an error; -1 only when out of memory.
+ */
+static int
+proxy_tls_load_system(X509_STORE *st)
+{
+	X509_LOOKUP *lu;
+	struct dirent *de;
+	const char *file, *dirs;
+	char path[4096], *list, *dir, *save = NULL;
+	DIR *d;
+
+	if ((lu = X509_STORE_add_lookup(st, X509_LOOKUP_file())) == NULL)
+		return -1;
+	if ((file = secure_getenv(X509_get_default_cert_file_env())) == NULL)
+		file = X509_get_default_cert_file();
+	if (X509_LOOKUP_load_file(lu, file, X509_FILETYPE_PEM) != 1)
+		ERR_clear_error();
+	if ((dirs = secure_getenv(X509_get_default_cert_dir_env())) == NULL)
+		dirs = X509_get_default_cert_dir();
+	if ((list = strdup(dirs)) == NULL)
+		return -1;
+	for (dir = strtok_r(list, ":", &save); dir != NULL;
+	    dir = strtok_r(NULL, ":", &save)) {
+		if ((d = opendir(dir)) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			if (!proxy_tls_hash_name(de->d_name) ||
+			    (size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+			    de->d_name) >= sizeof(path))
+				continue;
+			if (X509_load_cert_file(lu, path, X509_FILETYPE_PEM) == 0)
+				ERR_clear_error();
+		}
+		closedir(d);
+	}
+	free(list);
+	return 0;
+}
+
 SSL_CTX *
 proxy_tls_client_ctx(const char *ca_file, char *err, size_t errlen)
 {
@@ -360,7 +426,7 @@ proxy_tls_client_ctx(const char *ca_file, char *err, size_t errlen)
 			SSL_CTX_free(ctx);
 			return NULL;
 		}
-	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+	} else if (proxy_tls_load_system(SSL_CTX_get_cert_store(ctx)) == -1)
 		goto ssl_error;
 	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0)
 		goto ssl_error;

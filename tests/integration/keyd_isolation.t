@@ -95,6 +95,8 @@ like "$(grep '^CapEff:' "/proc/$KEYD/status" 2>/dev/null)" '^CapEff:	0+$' \
     "keyd has no capabilities"
 like "$(grep '^NoNewPrivs:' "/proc/$KEYD/status" 2>/dev/null)" '^NoNewPrivs:	1$' \
     "keyd: no_new_privs"
+like "$(grep '^Seccomp:' "/proc/$KEYD/status" 2>/dev/null)" '^Seccomp:	2$' \
+    "keyd runs under its seccomp filter (PROXY_ROLE_KEYD)"
 is "$(stat -c %u "/proc/$KEYD/status" 2>/dev/null)" 0 "keyd is not dumpable"
 like "$(grep '^Max core file size' "/proc/$KEYD/limits" 2>/dev/null)" \
     '^Max core file size +0 +0 ' "keyd: RLIMIT_CORE 0"

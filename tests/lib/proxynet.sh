@@ -19,7 +19,8 @@
 #	pn_start_or_skip [EXTRA-CONFIG]	# the same; the test skips if it did not start
 #					# ($PN_AUDIT: the "audit" object, default
 #					# $T/audit.jsonl without fsync; $PN_WRAP: a
-#					# command airlockd's command line is run by)
+#					# command airlockd's command line is run by;
+#					# $PN_WORKERS: worker threads, default 2)
 #	pn_attach NAME I POLICY		# airlock net attach NAME for VM I
 #	pn_guest I / pn_hostip I	# the addresses of VM I
 #	pn_denials SB REASON [FILE]	# denials in the audit log: records + "suppressed"
@@ -161,7 +162,7 @@ pn_start() {
 	local i audit=${PN_AUDIT:-'{ "path": "'"$T"'/audit.jsonl", "fsync": "never" }'}
 	cat >"$T/airlock.json" <<-EOF
 	{ "state_dir": "$T/state", "control_socket": "$T/control.sock",
-	  "proxy_port": 15001, "dns_port": 15053, "workers": 2,
+	  "proxy_port": 15001, "dns_port": 15053, "workers": ${PN_WORKERS:-2},
 	  "audit": $audit${1:+,
 	  $1} }
 	EOF

@@ -1,12 +1,14 @@
 /*
  * tests/unit/audit_write.c: the audit writer -- lines that verify, field order and
- * escaping, bounds, continuity across close/open and rotation, refusal of a torn or
- * bad last line, the record guards, thread safety and the keyed (HMAC) chain.
+ * escaping, bounds, continuity across close/open and rotation (by path, and on
+ * descriptors another process opened), refusal of a torn or bad last line, the
+ * record guards, thread safety and the keyed (HMAC) chain.
  */
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -336,6 +338,56 @@ test_continuity(void)
 	is_string(head, head2, "... and keeps its own chain");
 	audit_close(log);
 	unlink(p);
+}
+
+/*
+ * audit_reopen_fd: the files opened elsewhere (the root reader, for the confined
+ * worker), the chain continued from path.1 through rfd; nothing opened here.
+ */
+static void
+test_reopen_fd(void)
+{
+	char p[512], p1[512], err[512], why[256];
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_file_result res;
+	struct audit_chain c;
+	struct audit_log *log;
+	long long bad;
+	int fd, rfd;
+
+	tpath(p, sizeof(p), "fd.jsonl");
+	tpath(p1, sizeof(p1), "fd.jsonl.1");
+	r.ar_event = AUDIT_EV_SANDBOX;
+	if ((log = audit_open(p, AUDIT_FSYNC_NEVER, err, sizeof(err))) == NULL)
+		bail("%s", err);
+	ok(audit_write(log, &r) == 0 && audit_write(log, &r) == 0, "two records");
+	ok(audit_path_open(p, O_NOFOLLOW, &fd, &rfd, err, sizeof(err)) == 0 &&
+	    rfd == -1, "audit_path_open: the same file, not empty: no path.1");
+	ok(audit_reopen_fd(log, fd, rfd, err, sizeof(err)) == 0,
+	    "audit_reopen_fd without a rotation keeps the file");
+	if (rename(p, p1) == -1)
+		bail("rename");
+	ok(audit_path_open(p, O_NOFOLLOW, &fd, &rfd, err, sizeof(err)) == 0 &&
+	    rfd != -1, "after a rename: a new empty file and path.1");
+	ok(audit_reopen_fd(log, fd, rfd, err, sizeof(err)) == 0,
+	    "audit_reopen_fd continues in the new file: %s", err);
+	ok(audit_write(log, &r) == 0, "a write after it");
+	audit_close(log);
+	audit_chain_init(&c, NULL, 0);
+	ok(audit_verify_file(p1, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    res.afr_last_seq == 2 &&
+	    audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0 &&
+	    res.afr_first_seq == 3 && res.afr_records == 1,
+	    "the chain goes on across both files (seq 3 in the new one)");
+
+	/* O_NOFOLLOW: a symlink at the path is refused, not followed. */
+	unlink(p);
+	if (symlink(p1, p) == -1)
+		bail("symlink");
+	ok(audit_path_open(p, O_NOFOLLOW, &fd, &rfd, err, sizeof(err)) == -1 &&
+	    fd == -1 && rfd == -1, "O_NOFOLLOW refuses a symlink: %s", err);
+	unlink(p);
+	unlink(p1);
 }
 
 static void
@@ -676,6 +728,7 @@ main(void)
 	test_jansson_bytes();
 	test_bounds();
 	test_continuity();
+	test_reopen_fd();
 	test_refusals();
 	test_partial_write();
 	test_threads();
