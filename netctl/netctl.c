@@ -1,6 +1,11 @@
 /*
  * netctl/netctl.c: installing and removing the base ruleset and one sandbox, each as
- * one atomic batch.
+ * one atomic batch.  The folder: whole sandbox operations (netctl_sandbox.c), the
+ * table guard (netctl_guard.c), per-interface settings (netctl_harden.c), this
+ * file, the kernel's tables against the model (netctl_status.c), taps and their
+ * links (netctl_link.c), the ruleset as libnftnl objects (netctl_model.c), the
+ * nfnetlink socket (netctl_nl.c), and at the bottom the error texts every one of
+ * them uses (netctl_err.c).
  */
 #include <sys/types.h>
 

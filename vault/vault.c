@@ -1,6 +1,8 @@
 /*
  * vault/vault.c: see include/vault.h.  Opening, the secret API, commit and key
- * rotation.
+ * rotation.  Beneath it: the file format and the names and placeholders it accepts
+ * (vault_file.c), the file system steps (vault_fs.c), the interception CAs
+ * (vault_ca.c) and their leaf cache (vault_ca_cache.c).
  *
  * Key rotation and crashes.  rotate-key writes, in this order, each step atomic:
  *	1. vault.key.new	(new key K2)
