@@ -1244,6 +1244,14 @@ proxy_inspect_start(struct proxy_conn *c)
 		return -1;
 	}
 	X509_free(leaf);
+	/*
+	 * Session tickets bound to (sandbox, name, policy hash, CA).  This code runs
+	 * only once the policy in force (pc_policy) decided to inspect pc_name, so a
+	 * ticket resumes only while a policy with that hash still inspects the name:
+	 * any reload that changes the policy changes the hash.  Failing: no tickets.
+	 */
+	(void)proxy_tls_server_bind(ssl, pi_sandbox(c), c->pc_name,
+	    c->pc_policy->pp_policy->p_hash, ca_cert(ca->pc_ca));
 	pi->pi_h2_wait = proxy_h2_offered(c);
 	f = bufferevent_openssl_filter_new(w->pw_base, c->pc_client, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE |

@@ -5,10 +5,26 @@
  * AEAD (AES-GCM, CHACHA20-POLY1305), and only with the extended master secret (RFC
  * 7627: without it a man in the middle can synchronise two sessions' keys, the
  * triple handshake); TLS 1.3's suites are AEAD anyway (CCM left out).  No
- * renegotiation; no 0-RTT (max early data 0); no session tickets and no session
- * cache, so no session made for one name can be resumed under another (every
- * handshake is a full one, with the leaf minted for the connection's verified
- * name).  ALPN: http/1.1 is what airlock speaks; a hello without ALPN speaks it
+ * renegotiation; no 0-RTT (max early data 0); no session cache and no session ids.
+ * Session tickets (stateless, TLS 1.3 and 1.2), so a reconnecting client skips the
+ * full handshake, but no session made for one name is resumed under another: a
+ * server SSL issues tickets only once bound (proxy_tls_server_bind(), from
+ * proxy_inspect.c) to its sandbox, the verified name, the policy's hash and the
+ * sandbox CA, and that binding is stored in the ticket (its app data): a ticket
+ * resumes only on a connection with exactly the same binding (the session ticket
+ * callback; anything else: a full handshake with the leaf for the connection's own
+ * name).  The handshake is reached only once the policy in force decided to inspect
+ * the name, so a ticket resumes only while a policy of that hash still inspects it.
+ * Tickets are sealed (AES-256-CBC + HMAC-SHA256, OpenSSL's format) with keys per
+ * sandbox: random, held only in this process's memory (never written, never
+ * logged), shared by the workers (a client may reconnect to another one), a new key
+ * each PROXY_TLS_TK_PERIOD and the previous one accepted for one period more; a
+ * binding with another policy hash or CA starts a new generation (the old keys are
+ * wiped, so an older ticket does not even decrypt), and another sandbox's key name
+ * is never tried.  Connections of the old and the new policy handshaking at once
+ * after a reload may restart the generation again: full handshakes, nothing
+ * resumes across.  Session lifetime: one period.  ALPN: http/1.1 is what airlock
+ * speaks; a hello without ALPN speaks it
  * implicitly.  h2 is chosen (over http/1.1) only on a connection whose SSL was
  * marked for it (proxy_tls_server_allow_h2): the upstream of that connection
  * negotiated h2 and verified before the VM's handshake ran, so the HTTP/2 engine
@@ -57,8 +73,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
@@ -67,6 +87,7 @@
 #include "log.h"
 #include "proxy_keys.h"
 #include "proxy_tls.h"
+#include "sandbox.h"
 
 /* Sessions kept per worker context: enough for the hosts a worker talks to. */
 #define PROXY_TLS_SESS_N	256
@@ -86,7 +107,46 @@ struct proxy_tls_cache {
 static int proxy_tls_idx = -1;		/* SSL: its struct proxy_tls_check */
 static int proxy_tls_h2_idx = -1;	/* server SSL: h2 may be chosen */
 static int proxy_tls_ctx_idx = -1;	/* SSL_CTX: its struct proxy_tls_cache */
+static int proxy_tls_bind_idx = -1;	/* server SSL: its struct proxy_tls_bind */
 static pthread_once_t proxy_tls_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Tickets towards the VM (see the top of this file).  A key generation is one
+ * sandbox's keys under one (policy hash, CA); the table is shared by the workers
+ * (a client that reconnects may land on another one) under tk_mtx, and held only
+ * here: never written, never logged.
+ */
+#define PROXY_TLS_TK_PERIOD	3600	/* seconds a key issues tickets */
+#define PROXY_TLS_TK_N		1024	/* sandboxes with keys */
+#define PROXY_TLS_TK_NAME	16
+
+struct proxy_tls_tkey {
+	unsigned char	 tk_name[PROXY_TLS_TK_NAME];
+	unsigned char	 tk_aes[32];
+	unsigned char	 tk_hmac[32];
+};
+
+struct proxy_tls_tkeys {
+	char		 tt_sandbox[SANDBOX_NAME_MAX + 1];	/* "": empty slot */
+	char		 tt_gen[2 * 65];	/* policy hash and CA digest, hex */
+	struct proxy_tls_tkey tt_cur;
+	struct proxy_tls_tkey tt_prev;
+	int		 tt_have_prev;
+	time_t		 tt_born;		/* tt_cur's, CLOCK_MONOTONIC */
+	unsigned long	 tt_used;		/* for eviction */
+};
+
+/* What a server SSL is for: the data its tickets are bound to. */
+struct proxy_tls_bind {
+	char		 tb_sandbox[SANDBOX_NAME_MAX + 1];
+	char		 tb_gen[2 * 65];
+	size_t		 tb_len;
+	unsigned char	 tb_data[];	/* sandbox NUL name NUL gen NUL */
+};
+
+static pthread_mutex_t proxy_tls_tk_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct proxy_tls_tkeys proxy_tls_tk[PROXY_TLS_TK_N];	/* under tk_mtx */
+static unsigned long proxy_tls_tk_clock;			/* under tk_mtx */
 
 static void
 proxy_tls_cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
@@ -104,10 +164,20 @@ proxy_tls_cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
 }
 
 static void
+proxy_tls_bind_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	(void)parent; (void)ad; (void)idx; (void)argl; (void)argp;
+	free(ptr);
+}
+
+static void
 proxy_tls_init(void)
 {
 	proxy_tls_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	proxy_tls_h2_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	proxy_tls_bind_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
+	    proxy_tls_bind_free);
 	proxy_tls_ctx_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL,
 	    proxy_tls_cache_free);
 }
@@ -259,6 +329,189 @@ proxy_tls_hello_cb(SSL *ssl, int *al, void *arg)
 	return SSL_CLIENT_HELLO_ERROR;
 }
 
+/* Fresh random key material into k.  0 or -1. */
+static int
+proxy_tls_tk_fill(struct proxy_tls_tkey *k)
+{
+	if (RAND_bytes(k->tk_name, sizeof(k->tk_name)) != 1 ||
+	    RAND_bytes(k->tk_aes, sizeof(k->tk_aes)) != 1 ||
+	    RAND_bytes(k->tk_hmac, sizeof(k->tk_hmac)) != 1) {
+		OPENSSL_cleanse(k, sizeof(*k));
+		ERR_clear_error();
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The current key (and the previous one, if *have_prev) of tb's sandbox under tb's
+ * generation, copied out: a sandbox seen for the first time, or under another
+ * policy hash or CA, starts a new generation (the old keys are wiped, so no ticket
+ * they sealed opens again); a key older than PROXY_TLS_TK_PERIOD becomes the
+ * previous one, accepted for one more period.  0 or -1.
+ */
+static int
+proxy_tls_tk_get(const struct proxy_tls_bind *tb, struct proxy_tls_tkey *cur,
+    struct proxy_tls_tkey *prev, int *have_prev)
+{
+	struct proxy_tls_tkeys *table = proxy_tls_tk, *tt = NULL, *old;
+	struct timespec ts;
+	size_t i;
+	int rv = -1;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		return -1;
+	pthread_mutex_lock(&proxy_tls_tk_mtx);
+	for (i = 0; i < PROXY_TLS_TK_N; i++)
+		if (strcmp(table[i].tt_sandbox, tb->tb_sandbox) == 0) {
+			tt = &table[i];
+			break;
+		}
+	if (tt == NULL) {
+		/* An empty slot, else the least recently used one. */
+		old = &table[0];
+		for (i = 0; i < PROXY_TLS_TK_N; i++) {
+			if (table[i].tt_sandbox[0] == '\0')
+				break;
+			if (table[i].tt_used < old->tt_used)
+				old = &table[i];
+		}
+		tt = i < PROXY_TLS_TK_N ? &table[i] : old;
+		OPENSSL_cleanse(tt, sizeof(*tt));
+	}
+	if (tt->tt_sandbox[0] == '\0' || strcmp(tt->tt_gen, tb->tb_gen) != 0) {
+		/* A new generation. */
+		OPENSSL_cleanse(tt, sizeof(*tt));
+		if (proxy_tls_tk_fill(&tt->tt_cur) == -1)
+			goto out;
+		(void)snprintf(tt->tt_sandbox, sizeof(tt->tt_sandbox), "%s",
+		    tb->tb_sandbox);
+		(void)snprintf(tt->tt_gen, sizeof(tt->tt_gen), "%s", tb->tb_gen);
+		tt->tt_born = ts.tv_sec;
+	} else if (ts.tv_sec - tt->tt_born >= PROXY_TLS_TK_PERIOD) {
+		/* Rotation; a previous key older than one more period goes. */
+		tt->tt_prev = tt->tt_cur;
+		tt->tt_have_prev = ts.tv_sec - tt->tt_born < 2 * PROXY_TLS_TK_PERIOD;
+		if (proxy_tls_tk_fill(&tt->tt_cur) == -1) {
+			OPENSSL_cleanse(tt, sizeof(*tt));
+			goto out;
+		}
+		tt->tt_born = ts.tv_sec;
+	}
+	tt->tt_used = ++proxy_tls_tk_clock;
+	*cur = tt->tt_cur;
+	*prev = tt->tt_prev;
+	*have_prev = tt->tt_have_prev;
+	rv = 0;
+ out:
+	pthread_mutex_unlock(&proxy_tls_tk_mtx);
+	return rv;
+}
+
+/*
+ * The ticket key callback: seals with the current key of the connection's sandbox,
+ * opens only with that sandbox's current or previous key (2: opened, renew).  A key
+ * name that is neither, or a connection not bound: 0 (no ticket; a full handshake).
+ */
+static int
+proxy_tls_tk_cb(SSL *ssl, unsigned char *name, unsigned char *iv,
+    EVP_CIPHER_CTX *cctx, EVP_MAC_CTX *hctx, int enc)
+{
+	const struct proxy_tls_bind *tb;
+	struct proxy_tls_tkey cur, prev, *k;
+	OSSL_PARAM params[3];
+	int have_prev, ivlen, rv = 1;
+
+	tb = proxy_tls_bind_idx != -1 ? SSL_get_ex_data(ssl, proxy_tls_bind_idx) :
+	    NULL;
+	if (tb == NULL || proxy_tls_tk_get(tb, &cur, &prev, &have_prev) == -1)
+		return enc ? -1 : 0;
+	if (enc) {
+		k = &cur;
+		ivlen = EVP_CIPHER_get_iv_length(EVP_aes_256_cbc());
+		if (ivlen <= 0 || RAND_bytes(iv, ivlen) != 1) {
+			rv = -1;
+			goto out;
+		}
+		memcpy(name, k->tk_name, PROXY_TLS_TK_NAME);
+	} else if (memcmp(name, cur.tk_name, PROXY_TLS_TK_NAME) == 0)
+		k = &cur;
+	else if (have_prev && memcmp(name, prev.tk_name, PROXY_TLS_TK_NAME) == 0) {
+		k = &prev;
+		rv = 2;
+	} else {
+		rv = 0;
+		goto out;
+	}
+	params[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
+	    k->tk_hmac, sizeof(k->tk_hmac));
+	params[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+	    (char *)"SHA256", 0);
+	params[2] = OSSL_PARAM_construct_end();
+	if (EVP_MAC_CTX_set_params(hctx, params) != 1 ||
+	    (enc ? EVP_EncryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k->tk_aes, iv) :
+	    EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k->tk_aes, iv)) != 1)
+		rv = -1;
+ out:
+	OPENSSL_cleanse(&cur, sizeof(cur));
+	OPENSSL_cleanse(&prev, sizeof(prev));
+	return rv;
+}
+
+/* A new ticket carries what its connection was bound to. */
+static int
+proxy_tls_tk_gen(SSL *ssl, void *arg)
+{
+	const struct proxy_tls_bind *tb;
+	SSL_SESSION *sess;
+
+	(void)arg;
+	tb = proxy_tls_bind_idx != -1 ? SSL_get_ex_data(ssl, proxy_tls_bind_idx) :
+	    NULL;
+	if (tb == NULL || (sess = SSL_get_session(ssl)) == NULL)
+		return 1;	/* no binding data: it resumes nowhere */
+	if (SSL_SESSION_set1_ticket_appdata(sess, tb->tb_data, tb->tb_len) != 1) {
+		ERR_clear_error();
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * A ticket that opened resumes only on a connection bound to exactly the same
+ * sandbox, name, policy hash and CA; anything else is a full handshake (and a new
+ * ticket for this connection's binding).
+ */
+static SSL_TICKET_RETURN
+proxy_tls_tk_dec(SSL *ssl, SSL_SESSION *sess, const unsigned char *keyname,
+    size_t keyname_len, SSL_TICKET_STATUS status, void *arg)
+{
+	const struct proxy_tls_bind *tb;
+	void *data;
+	size_t len;
+
+	(void)keyname; (void)keyname_len; (void)arg;
+	switch (status) {
+	case SSL_TICKET_SUCCESS:
+	case SSL_TICKET_SUCCESS_RENEW:
+		break;
+	case SSL_TICKET_NONE:
+	case SSL_TICKET_EMPTY:
+	case SSL_TICKET_NO_DECRYPT:
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	default:
+		return SSL_TICKET_RETURN_ABORT;
+	}
+	tb = proxy_tls_bind_idx != -1 ? SSL_get_ex_data(ssl, proxy_tls_bind_idx) :
+	    NULL;
+	if (tb == NULL || sess == NULL ||
+	    SSL_SESSION_get0_ticket_appdata(sess, &data, &len) != 1 ||
+	    len != tb->tb_len || memcmp(data, tb->tb_data, len) != 0)
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	return status == SSL_TICKET_SUCCESS_RENEW ? SSL_TICKET_RETURN_USE_RENEW :
+	    SSL_TICKET_RETURN_USE;
+}
+
 /* TLS 1.2 towards the VM: ECDHE and an AEAD, nothing else. */
 #define PROXY_TLS_SERVER_CIPHERS \
 	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:" \
@@ -292,6 +545,15 @@ proxy_tls_server_ctx(void)
 	(void)SSL_CTX_set_max_early_data(ctx, 0);
 	(void)SSL_CTX_set_recv_max_early_data(ctx, 0);
 	SSL_CTX_set_alpn_select_cb(ctx, proxy_tls_alpn_select, NULL);
+	/* Tickets: off here, on for a connection once bound (proxy_tls_server_bind). */
+	(void)SSL_CTX_set_timeout(ctx, PROXY_TLS_TK_PERIOD);
+	if (SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, proxy_tls_tk_cb) != 1 ||
+	    SSL_CTX_set_session_ticket_cb(ctx, proxy_tls_tk_gen, proxy_tls_tk_dec,
+	    NULL) != 1) {
+		ERR_clear_error();
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
 	return ctx;
 }
 
@@ -508,6 +770,49 @@ proxy_tls_verify_str(const struct proxy_tls_check *tc)
 	if (tc->tc_verify_err != 0)
 		return X509_verify_cert_error_string(tc->tc_verify_err);
 	return "handshake failed";
+}
+
+int
+proxy_tls_server_bind(SSL *ssl, const char *sandbox, const char *name,
+    const char *policy_hash, X509 *ca)
+{
+	struct proxy_tls_bind *tb;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen, i;
+	size_t ls, ln, lg;
+	char gen[sizeof(tb->tb_gen)];
+	int n;
+
+	if (proxy_tls_bind_idx == -1 || ca == NULL ||
+	    X509_digest(ca, EVP_sha256(), md, &mdlen) != 1 || mdlen != 32) {
+		ERR_clear_error();
+		return -1;
+	}
+	n = snprintf(gen, sizeof(gen), "%s ", policy_hash);
+	if (n < 0 || (size_t)n + 2 * mdlen >= sizeof(gen))
+		return -1;
+	for (i = 0; i < mdlen; i++)
+		(void)snprintf(gen + n + 2 * i, 3, "%02x", md[i]);
+	ls = strlen(sandbox);
+	ln = strlen(name);
+	lg = strlen(gen);
+	if (ls == 0 || ls >= sizeof(tb->tb_sandbox) ||
+	    (tb = malloc(sizeof(*tb) + ls + ln + lg + 3)) == NULL)
+		return -1;
+	memcpy(tb->tb_sandbox, sandbox, ls + 1);
+	memcpy(tb->tb_gen, gen, lg + 1);
+	memcpy(tb->tb_data, sandbox, ls + 1);
+	memcpy(tb->tb_data + ls + 1, name, ln + 1);
+	memcpy(tb->tb_data + ls + ln + 2, gen, lg + 1);
+	tb->tb_len = ls + ln + lg + 3;
+	if (SSL_set_ex_data(ssl, proxy_tls_bind_idx, tb) != 1) {
+		free(tb);
+		ERR_clear_error();
+		return -1;
+	}
+	SSL_clear_options(ssl, SSL_OP_NO_TICKET);
+	(void)SSL_set_num_tickets(ssl, 1);
+	return 0;
 }
 
 void

@@ -35,6 +35,14 @@ void	 proxy_tls_client_forget(SSL_CTX *ctx, const struct proxy_tls_check *tc);
 /* Sets the minted leaf and the process's leaf key on a server-side SSL.  0 or -1. */
 int	 proxy_tls_server_set_leaf(SSL *ssl, X509 *leaf, EVP_PKEY *key);
 /*
+ * Binds a server SSL (before its handshake) to what the policy decided to inspect:
+ * its sandbox, the verified name, the policy's hash and the sandbox CA that signs
+ * the leaf; only then does it issue session tickets, and it resumes only a ticket
+ * issued under exactly the same binding (proxy_tls.c).  0, or -1: no tickets.
+ */
+int	 proxy_tls_server_bind(SSL *ssl, const char *sandbox, const char *name,
+	    const char *policy_hash, X509 *ca);
+/*
  * HTTP/2 (proxy_h2.c).  A server SSL may choose h2 from the VM's offer only once
  * marked so (before its handshake); an upstream SSL offers h2 and http/1.1
  * (before its handshake); whether an SSL's handshake chose h2 (NULL: no); the check
