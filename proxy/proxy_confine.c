@@ -51,8 +51,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -523,12 +525,54 @@ confine_nnp(char *err, size_t errlen)
 /* Set once the worker's file system view is closed (a second domain would nest). */
 static int confine_fs_done;
 
+#define CONFINE_WARM_BLOCK	(100 * 1024)	/* an arena's, not mmap's (128 KiB) */
+#define CONFINE_WARM_BLOCKS	3
+
+/*
+ * glibc's malloc opens /proc/sys/vm/overcommit_memory the first time it shrinks
+ * the heap of a thread's arena (check_may_shrink_heap(), once per process): after
+ * a burst of connections closes, long after the filter is on, which then kills the
+ * worker on that openat (seen after 2,000 idle connections went).  So a thread
+ * does it now: it takes blocks from an arena of its own, below the mmap threshold,
+ * and frees them, so the arena's top exceeds the trim threshold and is shrunk.
+ * (An allocator without arenas, ASan's, does nothing here.)
+ */
+static void *
+confine_malloc_warm_main(void *arg)
+{
+	void *b[CONFINE_WARM_BLOCKS];
+	int i;
+
+	(void)arg;
+	for (i = 0; i < CONFINE_WARM_BLOCKS; i++)
+		if ((b[i] = malloc(CONFINE_WARM_BLOCK)) != NULL)
+			memset(b[i], 0, CONFINE_WARM_BLOCK);
+	for (i = CONFINE_WARM_BLOCKS - 1; i >= 0; i--)
+		free(b[i]);
+	return NULL;
+}
+
+static int
+confine_malloc_warm(char *err, size_t errlen)
+{
+	pthread_t t;
+	int rc;
+
+	if ((rc = pthread_create(&t, NULL, confine_malloc_warm_main, NULL)) != 0 ||
+	    (rc = pthread_join(t, NULL)) != 0) {
+		snprintf(err, errlen, "confine: malloc warm-up: %s", strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
 int
 proxy_confine_fs(char *err, size_t errlen)
 {
 	if (confine_fs_done)
 		return 0;
-	if (confine_nnp(err, errlen) == -1 || confine_nocaps(err, errlen) == -1 ||
+	if (confine_malloc_warm(err, errlen) == -1 ||
+	    confine_nnp(err, errlen) == -1 || confine_nocaps(err, errlen) == -1 ||
 	    confine_landlock(err, errlen) == -1)
 		return -1;
 	confine_fs_done = 1;

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,33 @@ probe_sendfd(void)
 	return recvmsg(probe_sv[1], &msg, 0) == 1 ? 0 : -1;
 }
 
+/*
+ * A thread frees arena memory past the trim threshold: glibc then shrinks the
+ * arena's heap, which the first time reads /proc/sys/vm/overcommit_memory unless
+ * the worker's confinement did it first (proxy_confine_fs()).  The thread starts
+ * before the filter, as the worker's do, and works when told to (probe_go).
+ */
+static int probe_go[2] = { -1, -1 };
+static pthread_t probe_thread;
+
+static void *
+probe_shrink_main(void *arg)
+{
+	void *b[4];
+	char c;
+	int i;
+
+	(void)arg;
+	if (read(probe_go[0], &c, 1) != 1)
+		return NULL;
+	for (i = 0; i < 4; i++)
+		if ((b[i] = malloc(100 * 1024)) != NULL)
+			memset(b[i], 1, 100 * 1024);
+	for (i = 3; i >= 0; i--)
+		free(b[i]);
+	return NULL;
+}
+
 /* The call; its result (>= 0 worked, -1 failed with errno).  -2: no such action. */
 static long
 probe_action(const char *a, const char *path)
@@ -88,6 +116,12 @@ probe_action(const char *a, const char *path)
 
 	if (strcmp(a, "getpid") == 0)
 		return getpid();
+	if (strcmp(a, "shrink") == 0) {
+		if (probe_go[1] == -1 || write(probe_go[1], "x", 1) != 1 ||
+		    pthread_join(probe_thread, NULL) != 0)
+			return -1;
+		return 0;
+	}
 	if (strcmp(a, "inet") == 0)
 		return probe_socket(AF_INET, SOCK_STREAM, 0);
 	if (strcmp(a, "inet6") == 0)
@@ -166,6 +200,13 @@ main(int argc, char **argv)
 	    (setgroups(1, &nobody) == -1 || setresgid(nobody, nobody, nobody) == -1 ||
 	    setresuid(65534, 65534, 65534) == -1)) {
 		perror("dropping to nobody");
+		return 1;
+	}
+	/* As the worker: its file system view closed, then its threads, then the filter. */
+	if (strcmp(argv[2], "shrink") == 0 && role == PROXY_ROLE_WORKER &&
+	    (proxy_confine_fs(err, sizeof(err)) == -1 || pipe(probe_go) == -1 ||
+	    pthread_create(&probe_thread, NULL, probe_shrink_main, NULL) != 0)) {
+		fprintf(stderr, "confine_probe: shrink: %s\n", err);
 		return 1;
 	}
 	if (proxy_confine(role, err, sizeof(err)) == -1) {

@@ -33,6 +33,8 @@ struct probe_case {
 
 static const struct probe_case cases[] = {
 	{ "worker", "getpid", RUNS },
+	/* glibc shrinking a thread's arena after a burst (once: a file read) */
+	{ "worker", "shrink", RUNS },
 	{ "worker", "inet", RUNS },
 	{ "worker", "inet6", RUNS },
 	{ "worker", "unix", RUNS },
