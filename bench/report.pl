@@ -36,8 +36,9 @@ my %scen_label = (
 	'ka' => 'Keep-alive, 100-byte responses',
 	'new' => 'New TLS connection per request (Connection: close), 100 bytes',
 	'big' => '1 MiB downloads, keep-alive',
+	'h2' => 'HTTP/2 keep-alive (h2load, 4 connections), 100-byte responses',
 );
-my @scens = qw(lat ka new big);
+my @scens = qw(lat ka new big h2);
 
 # runs{scen}{conns}{cfg} = [ { rps, p50, p99, mibs, err, cpu } ... ]
 my %runs;
@@ -118,7 +119,8 @@ p();
 p("- date: $m{date}");
 p("- machine: $m{machine}");
 p("- versions: airlock $m{airlock}, nginx $m{nginx}, HAProxy $m{haproxy}, ",
-    "Squid $m{squid}, mitmproxy $m{mitmproxy}, wrk $m{wrk}, OpenSSL $m{openssl}");
+    "Squid $m{squid}, mitmproxy $m{mitmproxy}, wrk $m{wrk}, ",
+    (defined $m{h2load} ? "h2load $m{h2load}, " : ''), "OpenSSL $m{openssl}");
 p("- method: `make bench` (bench/run.sh): $m{repeats} repeat(s) of $m{seconds} s ",
     "per configuration and scenario, configurations alternating; medians. ",
     "wrk (2 threads), every proxy with one worker, and the origin (nginx, 2 workers) ",
@@ -132,13 +134,25 @@ for my $cfg (@na) {
 	$l =~ s/\*//g;
 	p("- $l: ", $m{"unavail_$cfg"});
 }
+for my $cfg (grep { exists $m{"unavail_h2-$_"} } @cfgs) {
+	my $l = $label{$cfg};
+	$l =~ s/\*//g;
+	p("- $l, HTTP/2: ", $m{"unavail_h2-$cfg"});
+}
 p();
 
 for my $s (@scens) {
 	for my $c (@conns) {
 		next unless exists $med{$s}{$c};
-		p("## $scen_label{$s}, $c connections");
+		p($s eq 'h2' ? "## $scen_label{$s}, $c streams per connection" :
+		    "## $scen_label{$s}, $c connections");
 		p();
+		p('h2load -c 4 -m ', $c, ': HTTP/2 both ways; airlock and nginx answer ',
+		    'SETTINGS_MAX_CONCURRENT_STREAMS 100, the origin 256. nginx re-originates ',
+		    'over HTTP/1.1 (keep-alive pool), airlock over one HTTP/2 upstream session ',
+		    'per VM connection. p50/p99 from h2load\'s per-request log.')
+		    if $s eq 'h2';
+		p() if $s eq 'h2';
 		p('| configuration | req/s | x direct | p50 ms | p99 ms | ',
 		    'added p50 ms | MiB/s | errors | proxy CPU us/req |');
 		p('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
@@ -181,8 +195,9 @@ for my $s (@scens) {
 	}
 }
 my %short = (lat => 'one conn', ka => 'keep-alive', new => 'new conn',
-    big => '1 MiB');
-p('| airlock / peer | ', join(' | ', map { "$short{$_->[0]} c$_->[1]" } @cols), ' |');
+    big => '1 MiB', h2 => 'h2');
+p('| airlock / peer | ', join(' | ', map { "$short{$_->[0]} " .
+    ($_->[0] eq 'h2' ? 'm' : 'c') . $_->[1] } @cols), ' |');
 p('|---|', join('', map { '---:|' } @cols));
 for my $pr (@pairs) {
 	my ($a, $b) = @$pr;
@@ -206,18 +221,19 @@ sub each_conns {	# each_conns(sub { value for c }, sub { ok(v) }, fmt digits)
 	my ($val, $okf, $dig, $s) = @_;
 	my (@txt, $all, $any);
 	$all = 1;
+	my $pre = $s eq 'h2' ? 'm' : 'c';	# h2: streams per connection
 	for my $c (@conns) {
 		next unless exists $med{$s}{$c};
 		my $v = $val->($c);
 		if (!defined $v) {
-			push @txt, "c$c: -";
+			push @txt, "$pre$c: -";
 			$all = 0;
 			next;
 		}
 		$any = 1;
 		my $ok = $okf->($v);
 		$all = 0 unless $ok;
-		push @txt, "c$c: " . fmt($v, $dig);
+		push @txt, "$pre$c: " . fmt($v, $dig);
 	}
 	return ('-', 'not measured') unless $any;
 	return (join(', ', @txt), $all ? 'holds' : 'MISSED');
@@ -266,6 +282,10 @@ my @goals = (
 	[ 'inspect: >= nginx requests/s (new connection per request)', 'new',
 	    sub { ratio(get('new', $_[0], 'inspect', 'rps'), get('new', $_[0], 'nginx', 'rps')) },
 	    sub { $_[0] >= 1 }, 2 ],
+	[ "inspect h2: proxy CPU per request <= nginx's (ratio airlock / nginx; " .
+	    'h2load -c 4 -m N)', 'h2',
+	    sub { ratio(get('h2', $_[0], 'inspect', 'cpu'), get('h2', $_[0], 'nginx', 'cpu')) },
+	    sub { $_[0] <= 1 }, 2 ],
 );
 for my $g (@goals) {
 	my ($name, $s, $val, $okf, $dig) = @$g;

@@ -20,9 +20,12 @@
 # /etc/netns entries are deleted.
 #
 # Scenarios (BENCH_SCENARIOS): ka (keep-alive, 100 bytes), new (a new TLS connection
-# per request), big (1 MiB downloads), each at BENCH_CONNS connections; and, not in
-# the default set, lat (one keep-alive connection: added latency without queueing).
+# per request), big (1 MiB downloads), each at BENCH_CONNS connections; h2 (HTTP/2
+# keep-alive, 100 bytes: h2load over 4 connections with BENCH_H2_STREAMS concurrent
+# streams each, for direct, airlock inspect and nginx terminating h2 only); and, not
+# in the default set, lat (one keep-alive connection: added latency without queueing).
 # Environment: QUICK=1 (a ~2-minute subset), BENCH_SECONDS (per run), BENCH_REPEATS,
+# BENCH_H2_STREAMS ("32 256", QUICK too: only three configurations run h2),
 # BENCH_IDLE (idle connections), BENCH_ONLY (space-separated configurations),
 # BENCH_OUT (results folder, default bench/results), BENCH_PERF and BENCH_HOLD
 # (profiling, below), AIRLOCK_BUILD.
@@ -47,7 +50,7 @@ if [ -n "$QUICK" ]; then
 	REPEATS=${BENCH_REPEATS:-1}
 	CONNS=${BENCH_CONNS:-32}
 	IDLE_N=${BENCH_IDLE:-2000}
-	WATCHDOG=360
+	WATCHDOG=420
 else
 	SECS=${BENCH_SECONDS:-3}
 	REPEATS=${BENCH_REPEATS:-3}
@@ -55,7 +58,9 @@ else
 	IDLE_N=${BENCH_IDLE:-10000}
 	WATCHDOG=1200
 fi
-SCENARIOS=${BENCH_SCENARIOS:-"ka new big"}
+SCENARIOS=${BENCH_SCENARIOS:-"ka new big h2"}
+H2_STREAMS=${BENCH_H2_STREAMS:-"32 256"}
+H2_CFGS="direct inspect nginx"	# the configurations that speak HTTP/2 to the VM
 ALL_CFGS="direct splice inspect nginx haproxy squid-bump squid-splice mitm"
 CFGS=${BENCH_ONLY:-$ALL_CFGS}
 
@@ -71,7 +76,7 @@ done
 # Installed here, never by `make deps`: make check must not need them.  Package
 # scripts must not start the services in the machine's own namespace: with no
 # policy-rc.d in place, one that refuses is put there for the install only.
-BENCH_PKGS="wrk nginx-light haproxy squid-openssl mitmproxy iproute2 nftables curl openssl"
+BENCH_PKGS="wrk nghttp2-client nginx-light haproxy squid-openssl mitmproxy iproute2 nftables curl openssl"
 bench_deps() {
 	local p missing="" prc=/usr/sbin/policy-rc.d made=""
 	for p in $BENCH_PKGS; do
@@ -247,7 +252,9 @@ http {
 	ssl_protocols TLSv1.2 TLSv1.3;
 	ssl_session_cache shared:origin:10m;
 	server {
-		listen 11.0.0.2:443 ssl;
+		# h2 for the h2 scenario (ALPN: wrk offers none and gets HTTP/1.1).
+		listen 11.0.0.2:443 ssl http2;
+		http2_max_concurrent_streams 256;
 		ssl_certificate $T/origin.pem;
 		ssl_certificate_key $T/origin.key;
 		default_type application/octet-stream;
@@ -333,7 +340,11 @@ http {
 		keepalive_timeout 300s;
 	}
 	server {
-		listen 8443 ssl;
+		# h2 towards the client for the h2 scenario (ALPN; wrk gets HTTP/1.1), with
+		# airlock's bound on concurrent streams (100); upstream stays HTTP/1.1 (nginx
+		# 1.22's proxy module speaks no HTTP/2), from the same keep-alive pool.
+		listen 8443 ssl http2;
+		http2_max_concurrent_streams 100;
 		ssl_certificate $T/origin.pem;
 		ssl_certificate_key $T/origin.key;
 		location / {
@@ -437,8 +448,9 @@ proxy_of() {
 	*) echo "$1" ;;
 	esac
 }
-ccurl() {	# ccurl CFG PATH: status and size of one request from CFG's client
-	inns "$(client_ns "$1")" curl -sk --max-time 8 -o /dev/null \
+ccurl() {	# ccurl CFG PATH [--http2]: status and size of one request from CFG's client
+	# HTTP/1.1 unless asked (what wrk speaks; the origin and nginx offer h2 too).
+	inns "$(client_ns "$1")" curl -sk --max-time 8 -o /dev/null ${3:---http1.1} \
 	    -w '%{http_code} %{size_download}' "https://$(url_host "$1")$2" 2>/dev/null
 }
 AVAIL=""
@@ -472,6 +484,33 @@ for cfg in $CFGS; do
 	AVAIL="$AVAIL $cfg"
 done
 say "configurations:$AVAIL"
+# The h2 scenario: HTTP/2 towards the VM (curl --http2 gets 200 over h2 and, where a
+# header is injected, 204 from /hdr); airlock offers h2 only when the origin chose it.
+H2AVAIL=""
+case " $SCENARIOS " in *" h2 "*)
+	for cfg in $H2_CFGS; do
+		case " $AVAIL " in *" $cfg "*) ;; *) continue ;; esac
+		got=$(inns "$(client_ns "$cfg")" curl -sk --max-time 8 -o /dev/null \
+		    --http2 -w '%{http_version} %{http_code} %{size_download}' \
+		    "https://$(url_host "$cfg")/small" 2>/dev/null)
+		if [ "$got" != "2 200 100" ]; then
+			UNAVAIL[h2-$cfg]="HTTP/2 smoke test failed (got '$got')"
+			say "h2 $cfg: ${UNAVAIL[h2-$cfg]}"
+			continue
+		fi
+		if [ "$cfg" != direct ]; then
+			got=$(ccurl "$cfg" /hdr --http2)
+			if [ "${got%% *}" != 204 ]; then
+				UNAVAIL[h2-$cfg]="the injected header did not reach the origin over h2 ($got)"
+				say "h2 $cfg: ${UNAVAIL[h2-$cfg]}"
+				continue
+			fi
+		fi
+		H2AVAIL="$H2AVAIL $cfg"
+	done
+	say "h2 configurations:$H2AVAIL"
+	;;
+esac
 
 # BENCH_HOLD=SECONDS: stop here for that long, everything up, so that a profiler or
 # strace can be pointed at a proxy by hand (the PIDs and namespaces are printed).
@@ -560,6 +599,10 @@ run_one() {	# run_one CFG SCENARIO CONNS REP
 	new) path=/small; hdr="Connection: close" ;;
 	big) path=/big ;;
 	esac
+	if [ "$scen" = h2 ]; then
+		run_h2 "$cfg" "$conns" "$rep" "$key"
+		return
+	fi
 	c0=$(cpu_ticks "$key")
 	perf_start "$cfg:$scen:$conns" "$key"
 	out=$(timeout $((SECS + 20)) ip netns exec "$(client_ns "$cfg")" wrk -t$thr \
@@ -579,6 +622,44 @@ run_one() {	# run_one CFG SCENARIO CONNS REP
 		printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s, c, r, g,
 		    v["requests"], v["bytes"], v["duration_us"], v["p50_us"],
 		    v["p99_us"], v["errors"], t }' >>"$RES"
+}
+
+# run_h2 CFG STREAMS REP KEY: h2load, 4 connections (2 threads, as wrk) with STREAMS
+# concurrent streams each (the servers' SETTINGS_MAX_CONCURRENT_STREAMS may bound it:
+# airlock's is 100, nginx is set to the same), for SECS seconds; the TSV line is the
+# same as wrk's, "conns" being the streams per connection.  p50/p99 from h2load's
+# per-request log (microseconds until the end of the response).
+run_h2() {
+	local cfg=$1 m=$2 rep=$3 key=$4 c0 c1 out log=$T/h2load.log
+	rm -f "$log"
+	c0=$(cpu_ticks "$key")
+	perf_start "$cfg:h2:$m" "$key"
+	out=$(timeout $((SECS + 20)) ip netns exec "$(client_ns "$cfg")" h2load -t 2 -c 4 \
+	    -m "$m" -D "$SECS" --log-file="$log" "https://$(url_host "$cfg")/small" 2>&1)
+	c1=$(cpu_ticks "$key")
+	perf_stop
+	if ! printf '%s\n' "$out" | grep -q '^finished in '; then
+		say "$cfg h2 m$m: no result: $(printf '%s' "$out" | tail -2)"
+		return
+	fi
+	# scen conns rep cfg requests bytes duration_us p50 p99 errors cpu_ticks
+	sort -t "$(printf '\t')" -k3,3n "$log" 2>/dev/null | awk -F '\t' '{ d[NR] = $3 }
+	    END { if (NR) { i = int(NR * 0.5); if (i < 1) i = 1; j = int(NR * 0.99);
+		  if (j < 1) j = 1; print d[i], d[j] } else print 0, 0 }' >"$T/h2pct"
+	printf '%s\n' "$out" | awk -v c="$m" -v r="$rep" -v g="$cfg" \
+	    -v t=$((c1 - c0)) -v pct="$(cat "$T/h2pct")" '
+		function us(v) {	# h2load durations: 3.00s, 512.3ms, 900us
+			if (v ~ /ms$/) return substr(v, 1, length(v) - 2) * 1000
+			if (v ~ /us$/) return substr(v, 1, length(v) - 2) + 0
+			return substr(v, 1, length(v) - 1) * 1000000
+		}
+		/^finished in / { v = $3; sub(/,$/, "", v); dur = us(v) }
+		/^requests: / { ok = $8; bad = $10 + $12 + $14 }
+		/^status codes: / { st = $5 + $7 + $9 }
+		/^traffic: / { b = $3; gsub(/[()]/, "", b) }
+		END { split(pct, p, " ")
+		      printf "h2\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c, r, g,
+			  ok, b, dur, p[1], p[2], bad + st, t }' >>"$RES"
 }
 
 # Idle connections through airlock's splice first, while airlockd is fresh (freed
@@ -636,10 +717,14 @@ nruns=0
 for scen in $SCENARIOS; do
 	cl=$CONNS
 	[ "$scen" = lat ] && cl=1
+	[ "$scen" = h2 ] && cl=$H2_STREAMS
+	cfgs=$AVAIL
+	[ "$scen" = h2 ] && cfgs=$H2AVAIL
+	[ -n "$cfgs" ] || continue
 	for conns in $cl; do
 		for rep in $(seq "$REPEATS"); do
 			# Alternate: each repeat starts at another configuration.
-			set -- $AVAIL
+			set -- $cfgs
 			k=$(( (rep - 1) % $# ))
 			order="${*:k+1} ${*:1:k}"
 			for cfg in $order; do
@@ -664,6 +749,7 @@ done
 	echo "squid=$(squid -v 2>/dev/null | head -1 | awk '{ print $4 }')"
 	echo "mitmproxy=$(mitmdump --version 2>/dev/null | awk '/^Mitmproxy/ { print $2 }')"
 	echo "wrk=$(wrk -v 2>&1 | head -1 | awk '{ print $2 }')"
+	echo "h2load=$(h2load --version 2>/dev/null | awk '{ print $2 }')"
 	echo "openssl=$(openssl version | awk '{ print $2 }')"
 	echo "seconds=$SECS"
 	echo "repeats=$REPEATS"
@@ -674,6 +760,7 @@ done
 	echo "wall=$(( $(date +%s) - START ))"
 	for cfg in $CFGS; do
 		[ -n "${UNAVAIL[$cfg]:-}" ] && echo "unavail_$cfg=${UNAVAIL[$cfg]}"
+		[ -n "${UNAVAIL[h2-$cfg]:-}" ] && echo "unavail_h2-$cfg=${UNAVAIL[h2-$cfg]}"
 	done
 	for key in airlock nginx haproxy squid mitm; do
 		p=$(proxy_pids "$key")
