@@ -51,6 +51,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -527,6 +528,7 @@ static int confine_fs_done;
 
 #define CONFINE_WARM_BLOCK	(100 * 1024)	/* an arena's, not mmap's (128 KiB) */
 #define CONFINE_WARM_BLOCKS	3
+#define CONFINE_TRIM_THRESHOLD	(128 * 1024)	/* glibc's default, made fixed */
 
 /*
  * glibc's malloc opens /proc/sys/vm/overcommit_memory the first time it shrinks
@@ -535,7 +537,10 @@ static int confine_fs_done;
  * worker on that openat (seen after 2,000 idle connections went).  So a thread
  * does it now: it takes blocks from an arena of its own, below the mmap threshold,
  * and frees them, so the arena's top exceeds the trim threshold and is shrunk.
- * (An allocator without arenas, ASan's, does nothing here.)
+ * The trim threshold is fixed first at glibc's own default: left dynamic, a large
+ * block freed earlier (the key image, a policy) raises it past what the warm-up
+ * frees, and the read would wait for a later burst.  (An allocator without
+ * arenas, ASan's, does nothing here.)
  */
 static void *
 confine_malloc_warm_main(void *arg)
@@ -558,6 +563,7 @@ confine_malloc_warm(char *err, size_t errlen)
 	pthread_t t;
 	int rc;
 
+	(void)mallopt(M_TRIM_THRESHOLD, CONFINE_TRIM_THRESHOLD);
 	if ((rc = pthread_create(&t, NULL, confine_malloc_warm_main, NULL)) != 0 ||
 	    (rc = pthread_join(t, NULL)) != 0) {
 		snprintf(err, errlen, "confine: malloc warm-up: %s", strerror(rc));
