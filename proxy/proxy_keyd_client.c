@@ -177,7 +177,7 @@ keyd_ctl_add(int fd, const char *label, char *err, size_t errlen)
 		proxy_fmt(err, errlen, "out of memory");
 		goto out;
 	}
-	if ((n = proxy_fd_send_fd(keyd_ctl_fd, b.kb_p, b.kb_len, fd)) == -1) {
+	if ((n = proxy_fd_send_fds(keyd_ctl_fd, b.kb_p, b.kb_len, &fd, 1)) == -1) {
 		proxy_fmt(err, errlen, "%s", keyd_io_str(errno));
 		goto broken;
 	}

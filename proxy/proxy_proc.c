@@ -125,29 +125,33 @@ proxy_fd_write_full(int fd, const void *p, size_t len)
 }
 
 ssize_t
-proxy_fd_send_fd(int sock, const void *p, size_t len, int fd)
+proxy_fd_send_fds(int sock, const void *p, size_t len, const int *fds, int nfd)
 {
 	union {
 		struct cmsghdr	h;
-		char		b[CMSG_SPACE(sizeof(int))];
+		char		b[CMSG_SPACE(sizeof(int) * PROXY_FDS_MAX)];
 	} cm;
 	struct iovec iov = { (void *)(uintptr_t)p, len };
 	struct cmsghdr *h;
 	struct msghdr msg;
 	ssize_t n;
 
+	if (nfd < 0 || nfd > PROXY_FDS_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
 	memset(&msg, 0, sizeof(msg));
 	memset(&cm, 0, sizeof(cm));
 	msg.msg_iov = &iov;
 	msg.msg_iovlen = 1;
-	if (fd >= 0) {
+	if (nfd > 0) {
 		msg.msg_control = cm.b;
-		msg.msg_controllen = sizeof(cm.b);
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
 		h = CMSG_FIRSTHDR(&msg);
 		h->cmsg_level = SOL_SOCKET;
 		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+		h->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+		memcpy(CMSG_DATA(h), fds, sizeof(int) * nfd);
 	}
 	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
 		;

@@ -25,10 +25,13 @@ void	proxy_child_stop(int *fd, pid_t *pid);
 int	proxy_fd_write_full(int fd, const void *p, size_t len);
 int	proxy_fd_read_full(int fd, void *p, size_t len, long long deadline);
 /*
- * One sendmsg() of len bytes on sock with descriptor fd attached (SCM_RIGHTS; -1:
- * none).  What sendmsg() returns (EINTR retried): the caller sends any rest.
+ * One sendmsg() of len bytes on sock with the nfd (0..PROXY_FDS_MAX) descriptors
+ * fds attached (SCM_RIGHTS).  What sendmsg() returns (EINTR retried): the caller
+ * sends any rest.
  */
-ssize_t	proxy_fd_send_fd(int sock, const void *p, size_t len, int fd);
+#define PROXY_FDS_MAX	2
+ssize_t	proxy_fd_send_fds(int sock, const void *p, size_t len, const int *fds,
+	    int nfd);
 /* Now + ms on CLOCK_MONOTONIC, in ms: a deadline for proxy_fd_read_full(). */
 long long proxy_deadline(int ms);
 

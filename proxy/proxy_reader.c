@@ -252,41 +252,18 @@ proxy_reader_name(int fd, char *name, size_t namelen)
  * with the first byte of the message they are sent with, so the receiver takes them
  * from the recvmsg() that reads that byte.
  */
-#define PROXY_READER_FDS	2
+#define PROXY_READER_FDS	PROXY_FDS_MAX
 
 /* Writes len bytes of p with the nfd descriptors fds attached.  0 or -1. */
 static int
 proxy_send_fds(int fd, const void *p, size_t len, const int *fds, int nfd)
 {
-	union {
-		struct cmsghdr	 hdr;
-		char		 buf[CMSG_SPACE(sizeof(int) * PROXY_READER_FDS)];
-	} cm;
-	struct msghdr msg;
-	struct iovec iov;
 	ssize_t n;
 
-	memset(&msg, 0, sizeof(msg));
-	iov.iov_base = (void *)(uintptr_t)p;
-	iov.iov_len = len;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	if (nfd > 0) {
-		memset(&cm, 0, sizeof(cm));
-		msg.msg_control = cm.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
-		cm.hdr.cmsg_level = SOL_SOCKET;
-		cm.hdr.cmsg_type = SCM_RIGHTS;
-		cm.hdr.cmsg_len = CMSG_LEN(sizeof(int) * nfd);
-		memcpy(CMSG_DATA(&cm.hdr), fds, sizeof(int) * nfd);
-	}
-	while ((n = sendmsg(fd, &msg, MSG_NOSIGNAL)) == -1 && errno == EINTR)
-		;
-	if (n == -1)
+	if ((n = proxy_fd_send_fds(fd, p, len, fds, nfd)) == -1)
 		return -1;
 	return proxy_fd_write_full(fd, (const char *)p + n, len - (size_t)n);
 }
-
 /*
  * Reads exactly len bytes within the deadline and up to PROXY_READER_FDS
  * descriptors that came with them into fds (*nfd of them, close-on-exec).  0, or

@@ -202,7 +202,8 @@ raw_add(int fd, int pass, const char *label)
 	keymsg_start(&b, KEYMSG_ADD_CHANNEL, 77);
 	keymsg_field_str(&b, KEYTAG_LABEL, label);
 	(void)keymsg_finish(&b);
-	rv = proxy_fd_send_fd(fd, b.kb_p, b.kb_len, pass) == (ssize_t)b.kb_len ?
+	rv = proxy_fd_send_fds(fd, b.kb_p, b.kb_len, &pass, pass >= 0 ? 1 : 0) ==
+	    (ssize_t)b.kb_len ?
 	    raw_reply(fd, &m, rb, sizeof(rb)) : -1;
 	keymsg_buf_free(&b);
 	return rv;
@@ -369,7 +370,7 @@ test_fd_on_worker(void)
 	int fd = raw_channel("raw-fd"), closed = 0;
 
 	mint_msg(&b, "api.a.test");
-	if (fd != -1 && proxy_fd_send_fd(fd, b.kb_p, b.kb_len, fd) ==
+	if (fd != -1 && proxy_fd_send_fds(fd, b.kb_p, b.kb_len, &fd, 1) ==
 	    (ssize_t)b.kb_len)
 		closed = raw_closed(fd);
 	ok(closed && alive(), "a descriptor on a worker channel: that channel "
