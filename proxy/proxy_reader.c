@@ -16,8 +16,9 @@
  * so that the reader sends it the CA keys over a socketpair of their own, and
  * airlockd never holds them.  Its control channel goes to airlockd (socketpairs made
  * here, before the reader's fork; each process closes the ends not its own).
- * Without the reader airlockd forks keyd itself, sends it the keys and wipes its
- * own copy (proxy_keys_make()).
+ * The reader is always forked (as root or not), so keyd is always its child; the
+ * reader-less branch of proxy_keys_load() only runs where no reader was started
+ * (no keyd either: every CA entry then says so, and nothing is signed).
  *
  * The worker opens no file once it is confined (proxy_confine.c), so the reader
  * also opens the audit log for it after a rotation ('L': the configured path, with

@@ -225,21 +225,7 @@ proxy_reg_clear(void)
 	proxy_reg = NULL;
 }
 
-/*
- * Calls fn(ps, arg) for every registry entry, in order, under the registry's read
- * lock: fn may read the entry's core-private fields (ps_policy, ps_policy_file,
- * ps_policy_error) but not take the lock.  0, or -1 if the lock cannot be taken.
- */
-int
-proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
-{
-	return proxy_sandbox_foreach(fn, arg);
-}
-
-/*
- * The same walk for the rest of the daemon (proxy_registry.h): DNS closes each
- * sandbox's audit window with it.  What fn may read is the caller's contract, not the walk's.
- */
+/* The one walk of the registry: DNS closes each window with it, stats reads it. */
 int
 proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
 {

@@ -146,8 +146,9 @@ struct proxy_sandbox *proxy_sandbox_find(const struct netaddr *src);
 void	proxy_sandbox_put(struct proxy_sandbox *ps);
 /*
  * Calls fn(ps, arg) for every sandbox in the registry, under its read lock: fn may
- * use what this header lets any file use of ps, but must neither take the registry
- * lock nor put ps.  0, or -1 if the lock cannot be taken (nothing visited).
+ * use what this header lets any file use of ps (the core's callers also its
+ * core-private fields, which the read lock guards), but must neither take the
+ * registry lock nor put ps.  0, or -1 if the lock cannot be taken (nothing visited).
  */
 int	proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *),
 	    void *arg);
@@ -166,7 +167,7 @@ void	proxy_policy_put(struct proxy_policy *pp);
  */
 /*
  * The registry: proxy_nreg entries, one reference each.  Read and written only
- * under the registry lock (proxy_reg_wrlock(), or within proxy_reg_foreach()).
+ * under the registry lock (proxy_reg_wrlock(), or within proxy_sandbox_foreach()).
  */
 extern struct proxy_sandbox **proxy_reg;
 extern size_t proxy_nreg;
@@ -198,10 +199,5 @@ struct proxy_sandbox *proxy_sandbox_new(const struct sandbox *sb,
 	    struct proxy_policy *pp);
 /* Drops and forgets every sandbox (at exit). */
 void	proxy_reg_clear(void);
-/*
- * Calls fn(ps, arg) for every entry under the read lock (fn must not take the
- * registry lock).  0, or -1 if the lock cannot be taken.
- */
-int	proxy_reg_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg);
 
 #endif

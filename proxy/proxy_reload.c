@@ -485,7 +485,7 @@ proxy_cmd_stats(void)
 	long long seq;
 
 	list = json_array();
-	if (proxy_reg_foreach(proxy_stats_sandbox, list) == -1)
+	if (proxy_sandbox_foreach(proxy_stats_sandbox, list) == -1)
 		return proxy_reply_error("registry lock");
 	/* The chain's head: an anchor for `airlock audit verify --head`. */
 	seq = proxy_log != NULL ? audit_head(proxy_log, head) : 0;
