@@ -18,8 +18,9 @@
  *			(proxy_tls.c), key material (proxy_keys.c) and its minting
  *			end (proxy_keyd_client.c), the keys process (proxy_keyd.c),
  *			the scanner, the HTTP and ClientHello parsers, netwatch,
- *			the control socket, the audit side, the processes' plumbing
- *			(proxy_proc.c), the key messages, the reason table, globals
+ *			the control socket, the audit side, the supervisor
+ *			(proxy_supervise.c), the processes' plumbing (proxy_proc.c),
+ *			the key messages, the reason table, globals
  *
  * Workers are threads, not SO_REUSEPORT processes.  The connection path and DNS need
  * the same registry (sandbox -> policy, mapped-address tables) and the one hash-chained
@@ -34,16 +35,21 @@
  * hash, and would let any later socket of the same uid join our port group; one
  * socket keeps "port in use" an honest error.
  *
- * Privileges.  airlockd binds, opens the audit log and the control socket as root,
- * then drops to config.user.  Before any of that it forks the root state reader
- * (proxy_reader.c), which alone keeps root to read the records and policy files,
- * and which forks the keys process (proxy_keyd.c), the one holder of the CA keys.
- * The processes, and what each holds:
- *	airlockd (config.user)	workers, DNS, control socket; the vault's values,
+ * Processes.  proxy_main() checks the configuration and hands over to the
+ * supervisor (proxy_supervise.c), which forks the worker, proxy_worker() below, and
+ * starts a new one whenever it dies.  The worker binds, opens the audit log and the
+ * control socket as root, then drops to config.user.  Before any of that it forks
+ * the root state reader (proxy_reader.c), which alone keeps root to read the
+ * records and policy files, and which forks the keys process (proxy_keyd.c), the
+ * one holder of the CA keys.  The processes, and what each holds:
+ *	supervisor (root)	the worker's wait status; nothing else
+ *	  worker (config.user)	threads, DNS, control socket; the vault's values,
  *				the CA certificates, its own leaf key and leaves
- *	  reader (root)		reads records, policies, vault, CAs; no input
- *	    keyd (config.user)	the sandbox CAs' private keys; signs leaves
- *	  netwatch (root)	reinstalls airlock's nftables tables
+ *	    reader (root)	reads records, policies, vault, CAs; no input
+ *	      keyd (config.user) the sandbox CAs' private keys; signs leaves
+ *	    netwatch (root)	reinstalls airlock's nftables tables
+ * The worker does not run on without a helper: the reader exits when keyd does,
+ * and the worker when the reader or netwatch does, so that all start again.
  * Then airlockd confines itself for good (proxy_confine.c): no capability, no file
  * system view (before its threads start) and a seccomp allowlist (once they run);
  * what it still needs from the file system after that comes from the reader as
@@ -88,6 +94,7 @@
 #include "proxy_netwatch.h"
 #include "proxy_keys.h"
 #include "proxy_proc.h"
+#include "proxy_supervise.h"
 #include "vault.h"
 
 /*
@@ -203,6 +210,32 @@ proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
 	json_decref(reply);
 }
 
+/*
+ * SIGCHLD: the reader (and so keyd: the reader exits when keyd does) or netwatch
+ * ended on its own.  The worker does not run on without them: it exits with
+ * PROXY_EXIT_HELPER and the supervisor starts everything again.
+ */
+#define PROXY_EXIT_HELPER	3
+static int proxy_exit_status;
+
+static void
+proxy_sigchld_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct event_base *base = arg;
+	const char *who = NULL;
+
+	if (proxy_reader_gone())
+		who = "the root reader";
+	else if (proxy_netwatch_gone())
+		who = "netwatch";
+	if (who == NULL)
+		return;
+	log_warnx("%s ended: the worker exits so that the supervisor restarts all",
+	    who);
+	proxy_exit_status = PROXY_EXIT_HELPER;
+	event_base_loopbreak(base);
+}
+
 static void
 proxy_sigterm_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -286,45 +319,49 @@ proxy_check(void)
 	return bad;
 }
 
-int
-proxy_main(const struct proxy_opts *o)
+/* What proxy_main() hands the worker (proxy_supervise.c). */
+struct proxy_worker_arg {
+	const struct proxy_opts	*wa_opts;
+	struct passwd		*wa_pw;		/* config.user, or NULL */
+};
+
+/* Not in the foreground: what daemon(3) would do here, but without the fork. */
+static int
+proxy_detach(void)
 {
+	int fd;
+
+	if (chdir("/") == -1 || (fd = open("/dev/null", O_RDWR)) == -1)
+		return -1;
+	if (dup2(fd, STDIN_FILENO) == -1 || dup2(fd, STDOUT_FILENO) == -1 ||
+	    dup2(fd, STDERR_FILENO) == -1) {
+		close(fd);
+		return -1;
+	}
+	if (fd > STDERR_FILENO)
+		close(fd);
+	return 0;
+}
+
+/*
+ * The worker: everything of airlockd after the supervisor forked it.  Its exit
+ * status; ready_fd is written once it serves.
+ */
+static int
+proxy_worker(void *warg, int ready_fd)
+{
+	const struct proxy_worker_arg *wa = warg;
+	const struct proxy_opts *o = wa->wa_opts;
 	struct event_base *base = NULL;
 	struct event *ev_hup = NULL, *ev_term = NULL, *ev_int = NULL;
-	struct event *ev_audit = NULL;
+	struct event *ev_audit = NULL, *ev_chld = NULL;
 	struct proxy_ctl *ctl = NULL;
-	struct passwd *pw = NULL;
+	struct passwd *pw = wa->wa_pw;
 	json_t *reply;
 	char err[1024] = "";
 	int proxy_fd = -1, udp_fd = -1, tcp_fd = -1, ctl_fd = -1, ret = 1;
 	int ctl_made = 0;
 	int is_root = geteuid() == 0;
-
-	log_init("airlockd", 1, o->po_verbose);
-	event_set_log_callback(proxy_event_log);
-	if (config_load(&proxy_cfg, o->po_config, o->po_state_dir, err,
-	    sizeof(err)) == -1) {
-		log_warnx("%s", err);
-		return 1;
-	}
-	if (o->po_check)
-		return proxy_check();
-
-	if (is_root) {
-		errno = 0;
-		if ((pw = getpwnam(proxy_cfg.user)) == NULL) {
-			log_warnx("user '%s' does not exist (make deps creates it)",
-			    proxy_cfg.user);
-			return 1;
-		}
-		if (pw->pw_uid == 0) {
-			log_warnx("user '%s' is root: refusing to run as root",
-			    proxy_cfg.user);
-			return 1;
-		}
-	} else
-		log_warnx("not started as root: running as uid %u without "
-		    "dropping privileges", (unsigned int)geteuid());
 	/*
 	 * Before any other fd is open: the reader, and keyd which it forks, inherit
 	 * nothing else.  Without root too (with this process's rights, keyd then
@@ -381,14 +418,19 @@ proxy_main(const struct proxy_opts *o)
 
 	if (!o->po_foreground) {
 		log_init("airlockd", 0, o->po_verbose);
-		if (daemon(0, 0) == -1) {
-			log_warn("daemon");
+		if (proxy_detach() == -1) {
+			log_warn("detaching");
 			goto out;
 		}
 	}
 	proxy_raise_nofile();
 	if (pw != NULL && proxy_privdrop(pw, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
+		goto out;
+	}
+	/* After the drop, which clears it: the worker dies with its supervisor. */
+	if (proxy_supervise_bind() == -1) {
+		log_warnx("the supervisor is gone");
 		goto out;
 	}
 	if (proxy_harden(err, sizeof(err)) == -1 || vault_process_harden() == -1) {
@@ -420,8 +462,10 @@ proxy_main(const struct proxy_opts *o)
 	if ((ev_hup = evsignal_new(base, SIGHUP, proxy_sighup_cb, NULL)) == NULL ||
 	    (ev_term = evsignal_new(base, SIGTERM, proxy_sigterm_cb, base)) == NULL ||
 	    (ev_int = evsignal_new(base, SIGINT, proxy_sigterm_cb, base)) == NULL ||
-	    evsignal_add(ev_hup, NULL) == -1 || evsignal_add(ev_term, NULL) == -1 ||
-	    evsignal_add(ev_int, NULL) == -1) {
+	    (ev_chld = evsignal_new(base, SIGCHLD, proxy_sigchld_cb, base)) ==
+	    NULL || evsignal_add(ev_hup, NULL) == -1 ||
+	    evsignal_add(ev_term, NULL) == -1 || evsignal_add(ev_int, NULL) == -1 ||
+	    evsignal_add(ev_chld, NULL) == -1) {
 		log_warnx("signal events failed");
 		goto out;
 	}
@@ -459,12 +503,20 @@ proxy_main(const struct proxy_opts *o)
 	log_info("ready: proxy port %u, dns port %u, %u worker(s), uid %u",
 	    proxy_cfg.proxy_port, proxy_cfg.dns_port, proxy_threads_count(),
 	    (unsigned int)geteuid());
+	proxy_supervise_ready(ready_fd);
+	ready_fd = -1;
+	/* A helper that ended before the event was added. */
+	proxy_sigchld_cb(SIGCHLD, 0, base);
 	if (event_base_dispatch(base) == -1) {
 		log_warnx("main event loop failed");
 		goto out;
 	}
-	ret = 0;
+	ret = proxy_exit_status;
  out:
+	if (ready_fd != -1)
+		close(ready_fd);
+	if (ev_chld != NULL)
+		event_free(ev_chld);
 	if (ev_hup != NULL)
 		event_free(ev_hup);
 	if (ev_term != NULL)
@@ -499,4 +551,38 @@ proxy_main(const struct proxy_opts *o)
 	proxy_keyd_unlink();
 	proxy_reader_stop();
 	return ret;
+}
+
+int
+proxy_main(const struct proxy_opts *o)
+{
+	struct proxy_worker_arg wa = { o, NULL };
+	char err[1024] = "";
+
+	log_init("airlockd", 1, o->po_verbose);
+	event_set_log_callback(proxy_event_log);
+	if (config_load(&proxy_cfg, o->po_config, o->po_state_dir, err,
+	    sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	if (o->po_check)
+		return proxy_check();
+
+	if (geteuid() == 0) {
+		errno = 0;
+		if ((wa.wa_pw = getpwnam(proxy_cfg.user)) == NULL) {
+			log_warnx("user '%s' does not exist (make deps creates it)",
+			    proxy_cfg.user);
+			return 1;
+		}
+		if (wa.wa_pw->pw_uid == 0) {
+			log_warnx("user '%s' is root: refusing to run as root",
+			    proxy_cfg.user);
+			return 1;
+		}
+	} else
+		log_warnx("not started as root: running as uid %u without "
+		    "dropping privileges", (unsigned int)geteuid());
+	return proxy_supervise(o->po_foreground, o->po_verbose, proxy_worker, &wa);
 }

@@ -72,6 +72,8 @@ int	proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen);
 int	proxy_reader_start(const struct passwd *pw, char *err, size_t errlen);
 /* Ends the root reader, if there is one, and waits for it. */
 void	proxy_reader_stop(void);
+/* 1 once the reader has ended on its own (reaped), else 0. */
+int	proxy_reader_gone(void);
 /*
  * Every record and its policy, through the root reader if there is one, into st
  * (released with proxy_state_free()).  0, or -1 with err (st empty).

@@ -124,6 +124,8 @@ int	proxy_keyd_load(const struct proxy_keys_build *kb, const char *only,
 	    char *err, size_t errlen);
 /* Closes the link and waits for keyd (the loading end's exit). */
 void	proxy_keyd_unlink(void);
+/* 1 once keyd has ended on its own (reaped), else 0. */
+int	proxy_keyd_gone(void);
 
 /*
  * airlockd's end: the control channel, and one worker channel per thread.

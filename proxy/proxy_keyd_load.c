@@ -60,6 +60,12 @@ proxy_keyd_unlink(void)
 	proxy_child_stop(&keyd_link_fd, &keyd_link_pid);
 }
 
+int
+proxy_keyd_gone(void)
+{
+	return proxy_child_reap(&keyd_link_pid);
+}
+
 static const struct keyd_held *
 keyd_held_find(const char *sandbox)
 {

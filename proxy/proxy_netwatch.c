@@ -251,6 +251,12 @@ proxy_netwatch_stop(void)
 	proxy_child_stop(&proxy_nw_fd, &proxy_nw_pid);
 }
 
+int
+proxy_netwatch_gone(void)
+{
+	return proxy_child_reap(&proxy_nw_pid);
+}
+
 uint64_t
 proxy_netwatch_count(int reinstalled)
 {

@@ -22,6 +22,8 @@ int	proxy_netwatch_start(const struct airlock_config *cfg, char *err,
 	    size_t errlen);
 int	proxy_netwatch_listen(struct event_base *base);
 void	proxy_netwatch_stop(void);
+/* 1 once netwatch has ended on its own (reaped), else 0 (also without one). */
+int	proxy_netwatch_gone(void);
 uint64_t proxy_netwatch_count(int reinstalled);
 
 #endif

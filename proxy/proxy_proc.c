@@ -104,6 +104,15 @@ proxy_child_stop(int *fd, pid_t *pid)
 }
 
 int
+proxy_child_reap(pid_t *pid)
+{
+	if (*pid == -1 || waitpid(*pid, NULL, WNOHANG) != *pid)
+		return 0;
+	*pid = -1;
+	return 1;
+}
+
+int
 proxy_fd_write_full(int fd, const void *p, size_t len)
 {
 	const char *b = p;

@@ -20,6 +20,8 @@ int	proxy_harden(char *err, size_t errlen);
 int	proxy_close_fds_except(const int *keep, size_t n);
 /* Ends a child: closes its socket *fd (if >= 0) and waits for *pid; both -1 after. */
 void	proxy_child_stop(int *fd, pid_t *pid);
+/* 1 if the child *pid has ended (reaped; *pid is -1 after), else 0. */
+int	proxy_child_reap(pid_t *pid);
 
 /* Blocking I/O of whole buffers (EINTR retried); read_full gives up at deadline. */
 int	proxy_fd_write_full(int fd, const void *p, size_t len);

@@ -409,16 +409,76 @@ proxy_reader_ctl_gone(void)
 		log_warn("%s", proxy_cfg.control_socket);
 }
 
+/*
+ * keyd ended on its own: so does the reader, which makes the worker exit and the
+ * supervisor start them all again (proxy_supervise.c), rather than run on without
+ * a signer.  Unless the worker is on its way out: it ends keyd's channel first and
+ * then the reader's (after a last 'U', still served), so an end of the reader's
+ * channel within a second of keyd's is that.  SIGCHLD is blocked but while the
+ * reader waits for its next request (ppoll), so that wait alone sees it.
+ */
+#define PROXY_READER_KEYD_GRACE	1000	/* ms */
+static volatile sig_atomic_t proxy_reader_chld;
+static long long proxy_reader_gone_by;	/* ms: when keyd's end ends the reader */
+
+static void
+proxy_reader_sigchld(int sig)
+{
+	(void)sig;
+	proxy_reader_chld = 1;
+}
+
+/* Until fd has a request (or its end): 0, or -1 with errno. */
+static int
+proxy_reader_wait(int fd, const sigset_t *waitmask)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	long long gone_by, now;
+	struct timespec ts;
+	int n;
+
+	for (;;) {
+		if (proxy_reader_chld) {
+			proxy_reader_chld = 0;
+			if (proxy_reader_gone_by == 0 && proxy_keyd_gone())
+				proxy_reader_gone_by = proxy_deadline(
+				    PROXY_READER_KEYD_GRACE);
+		}
+		gone_by = proxy_reader_gone_by;
+		if (gone_by != 0) {
+			now = proxy_deadline(0);
+			if (now >= gone_by) {
+				log_warnx("the keys process ended: restarting");
+				_exit(3);
+			}
+			ts.tv_sec = (gone_by - now) / 1000;
+			ts.tv_nsec = (long)((gone_by - now) % 1000) * 1000000;
+		}
+		n = ppoll(&pfd, 1, gone_by != 0 ? &ts : NULL, waitmask);
+		if (n > 0)
+			return 0;
+		if (n == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
 static void __attribute__((noreturn))
 proxy_reader_main(int fd)
 {
 	char c, name[SANDBOX_NAME_MAX + 1];
+	sigset_t chld, waitmask;
 	ssize_t n;
 
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	(void)sigprocmask(SIG_BLOCK, &chld, &waitmask);
+	sigdelset(&waitmask, SIGCHLD);
 	for (;;) {
+		if (proxy_reader_wait(fd, &waitmask) == -1)
+			break;
 		n = read(fd, &c, 1);
 		if (n == 0) {
 			/* airlockd is gone; keyd follows (its channels close). */
@@ -500,6 +560,15 @@ proxy_reader_start(const struct passwd *pw, char *err, size_t errlen)
 			proxy_reader_gid = pw->pw_gid;
 		}
 		log_procinit("reader");
+		{
+			struct sigaction sa;
+
+			/* no SA_RESTART: the wait for the next request is woken */
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = proxy_reader_sigchld;
+			sigemptyset(&sa.sa_mask);
+			(void)sigaction(SIGCHLD, &sa, NULL);
+		}
 		/* keyd forked (the filter allows no fork): nothing after is unconfined. */
 		if (proxy_confine(PROXY_ROLE_READER, cerr, sizeof(cerr)) == -1) {
 			log_warnx("%s", cerr);
@@ -532,6 +601,12 @@ void
 proxy_reader_stop(void)
 {
 	proxy_child_stop(&proxy_reader_fd, &proxy_reader_pid);
+}
+
+int
+proxy_reader_gone(void)
+{
+	return proxy_child_reap(&proxy_reader_pid);
 }
 
 /* Every record and its policy: through the root reader if there is one. */

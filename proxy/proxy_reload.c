@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
+#include "proxy_supervise.h"
 #include "proxy_dns_sb.h"
 #include "proxy_keys.h"
 #include "proxy_netwatch.h"
@@ -501,7 +502,9 @@ proxy_cmd_stats(void)
 static json_t *
 proxy_cmd_ping(const char *name)
 {
-	return json_pack("{s:b, s:i}", "ok", 1, "pid", (int)getpid());
+	/* The worker's PID and its supervisor's (proxy_supervise.c). */
+	return json_pack("{s:b, s:i, s:i}", "ok", 1, "pid", (int)getpid(),
+	    "supervisor", (int)proxy_supervisor_pid());
 }
 
 static json_t *

@@ -30,7 +30,8 @@ is "$out2" "$out" "--json before the command does the same"
 is "$(stat -c %a "$T/run/control.sock")" 600 "control socket is 0600"
 is "$(stat -c %a "$T/run")" 700 "its directory, created by airlockd, is 0700"
 
-like "$(dt_ctl '"{\"cmd\":\"ping\"}\n"')" '^\{"ok":true,"pid":[0-9]+\}$' "ping"
+like "$(dt_ctl '"{\"cmd\":\"ping\"}\n"')" '^\{"ok":true,"pid":[0-9]+,"supervisor":'"$DPID"'\}$' \
+    "ping: the worker's PID and the supervisor's (the PID started)"
 like "$(dt_ctl '"A" x 5000')" '^\{"ok":false,"error":"request line too long"\}$' \
     "an overlong line is refused"
 like "$(dt_ctl '"{\"cmd\":\"ping\"" . (" " x 5000) . "}\n"')" \

@@ -27,7 +27,15 @@ if ! dt_start; then
 	done_testing
 fi
 ok 0 "airlockd starts"
-st=/proc/$DPID/status
+# The PID started is the supervisor; the worker is its one child.
+WPID=$(al_worker)
+is "$(pgrep -P "$DPID" | wc -l)" 1 "the supervisor has one child, the worker"
+sst=/proc/$DPID/status
+like "$(grep '^NoNewPrivs:' "$sst")" '^NoNewPrivs:	1$' "supervisor: no_new_privs set"
+is "$(stat -c %u "$sst")" 0 "supervisor: not dumpable"
+like "$(grep '^Max core file size' /proc/$DPID/limits)" \
+    '^Max core file size +0 +0 ' "supervisor: RLIMIT_CORE 0"
+st=/proc/$WPID/status
 like "$(grep '^Uid:' "$st")" "^Uid:	$uid	$uid	$uid	$uid$" "uid: real, effective, saved, fs = airlock"
 like "$(grep '^Gid:' "$st")" "^Gid:	$gid	$gid	$gid	$gid$" "gid: all airlock's"
 like "$(grep '^Groups:' "$st")" "^Groups:	$gid ?$" "supplementary groups: airlock's only"
@@ -36,18 +44,18 @@ like "$(grep '^CapPrm:' "$st")" '^CapPrm:	0+$' "no permitted capabilities"
 like "$(grep '^NoNewPrivs:' "$st")" '^NoNewPrivs:	1$' "no_new_privs set"
 # A process that is not dumpable has its /proc/PID files owned by root.
 is "$(stat -c %u "$st")" 0 "not dumpable (/proc/PID/status owned by root)"
-like "$(grep '^Max core file size' /proc/$DPID/limits)" \
+like "$(grep '^Max core file size' /proc/$WPID/limits)" \
     '^Max core file size +0 +0 ' "RLIMIT_CORE 0"
 # Started with a soft limit of 1024 (above): airlockd raises it to the hard one
 # (itself first raised to 65536 where the kernel lets root do that).
-lim=$(awk '/^Max open files/ { print $4, $5 }' /proc/$DPID/limits)
+lim=$(awk '/^Max open files/ { print $4, $5 }' /proc/$WPID/limits)
 soft=${lim% *} hard=${lim#* }
 [ "$soft" -gt 1024 ] 2>/dev/null && [ "$soft" = "$hard" ]
 ok $? "open-files soft limit raised from 1024 to the hard limit ($soft/$hard)"
 like "$(cat "$T/daemon.log")" "ready: .* uid $uid\$" "the daemon says it runs as airlock"
 
 # Two root children: the state reader and netwatch (it reinstalls nftables tables).
-kids=$(pgrep -P "$DPID" | tr '\n' ' ')
+kids=$(pgrep -P "$WPID" | tr '\n' ' ')
 is "$(echo $kids | wc -w)" 2 "the state reader and netwatch run as children"
 for reader in $kids; do
 	like "$(grep '^Uid:' /proc/$reader/status 2>/dev/null)" '^Uid:	0	0	0	0$' \

@@ -447,7 +447,7 @@ ok $? "nor its base64 form in what the VM received"
 # (1 thread, 3 connections, 3 s) from the VM through inspect (one injected header,
 # redaction on) and through a splice to the same origin, and from the host
 # namespace straight to it; airlockd's CPU time per request.  No assertion.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$(al_worker)/stat"; }
 wrk_rps() { sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p'; }
 wrk_n() { sed -n 's/^ *\([0-9]*\) requests in.*/\1/p'; }
 if [ -n "${AIRLOCK_PERF:-}" ] && command -v wrk >/dev/null; then

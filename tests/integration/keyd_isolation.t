@@ -79,7 +79,8 @@ ok $? "... which sb's CA does not verify"
 
 # keyd: the root reader's child (airlockd's own children stay the reader and netwatch).
 KEYD="" READER=""
-for c in $(pgrep -P "$DPID"); do
+WPID=$(al_worker)	# the supervisor's one child
+for c in $(pgrep -P "$WPID"); do
 	k=$(pgrep -P "$c" | head -1)
 	if [ -n "$k" ]; then
 		KEYD=$k
@@ -114,11 +115,16 @@ ok $? "keyd holds sockets only past 0-2: reader, control, one per worker ($socks
 
 # The scan.  Each key in every form it may take in memory.
 scan() { "$B/tests/tools/memscan" "$1" "$T/state/ca/sa.key" "$T/state/ca/sb.key"; }
-scan "$DPID" >"$T/scan-airlockd" 2>&1
+scan "$WPID" >"$T/scan-airlockd" 2>&1
 rc=$?
 sed 's/^/# airlockd: /' "$T/scan-airlockd"
 [ "$rc" = 0 ] && [ "$(grep -c ' absent$' "$T/scan-airlockd")" = 10 ]
-ok $? "airlockd's memory holds neither sandbox's CA private key (DER, PEM, scalar)"
+ok $? "the worker's memory holds neither sandbox's CA private key (DER, PEM, scalar)"
+scan "$DPID" >"$T/scan-sup" 2>&1
+rc=$?
+sed 's/^/# supervisor: /' "$T/scan-sup"
+[ "$rc" = 0 ] && [ "$(grep -c ' absent$' "$T/scan-sup")" = 10 ]
+ok $? "nor does the supervisor's"
 scan "$KEYD" >"$T/scan-keyd" 2>&1
 rc=$?
 sed 's/^/# keyd: /' "$T/scan-keyd"
@@ -127,6 +133,9 @@ sed 's/^/# keyd: /' "$T/scan-keyd"
 ok $? "the same scan of keyd finds both keys (the scan sees keys where they are)"
 
 # keyd gone: nothing new is signed, nothing is spliced instead.
+# keyd killed while the reader is stopped (so that it cannot notice yet): the
+# worker runs on without a signer, and what needs a new leaf is refused.
+kill -STOP "$READER"
 kill -KILL "$KEYD"
 sleep 0.3
 code=$(ip netns exec "$VA" curl -sS -o /dev/null -w '%{http_code}' --max-time 8 \
@@ -144,15 +153,34 @@ grep -q "no leaf for late.a.test: keys process" "$T/airlockd.log"
 ok $? "... airlockd's log says why"
 out=$(ip netns exec "$VA" curl -sS --max-time 8 --cacert "$T/sa.pem" https://api.a.test/)
 is "$out" "origin api.a.test" "a leaf already in the worker's cache still serves"
-AL reload >"$T/reload.out" 2>&1
-rc=$?
-[ "$rc" != 0 ] && grep -q "keys process" "$T/reload.out"
-ok $? "a reload now reports the keys process gone (rc $rc)"
-sed 's/^/# /' "$T/reload.out" | head -5
-code=$(ip netns exec "$VA" curl -sS -o /dev/null -w '%{http_code}' --max-time 8 \
-    --cacert "$T/sa.pem" https://late.a.test/ 2>/dev/null)
-[ "$code" = 000 ] && [ ! -s "$T/late.a.test-443.log" ]
-ok $? "... and after it, still refused, still not spliced"
+# The reader goes on: it sees keyd gone and exits, the worker follows, and the
+# supervisor starts all three again (proxy_supervise.c).
+kill -CONT "$READER"
+NW=""
+for i in $(seq 100); do
+	NW=$(al_worker)
+	[ -n "$NW" ] && [ "$NW" != "$WPID" ] && break
+	sleep 0.1
+done
+[ -n "$NW" ] && [ "$NW" != "$WPID" ]
+ok $? "then the reader ends, and so the worker: a new worker runs ($WPID -> ${NW:-none})"
+grep -q "the keys process ended: restarting" "$T/airlockd.log" &&
+    grep -q "worker restarted: pid $NW" "$T/airlockd.log"
+ok $? "... the log says why and that it restarted"
+NK=""
+for c in $(pgrep -P "$NW"); do
+	k=$(pgrep -P "$c" | head -1)
+	[ -n "$k" ] && NK=$k
+done
+[ -n "$NK" ] && [ "$NK" != "$KEYD" ] &&
+    grep -q '^Seccomp:	2$' "/proc/$NK/status" 2>/dev/null
+ok $? "... with a new keyd (${NK:-none}) under its filter"
+out=$(ip netns exec "$VA" curl -sS --max-time 8 --cacert "$T/sa.pem" https://late.a.test/ 2>&1)
+is "$out" "origin late.a.test" "a name that needs a new leaf works again"
+! grep '"dst":"late.a.test:443"' "$T/audit.jsonl" | grep -v -q '"tls":"inspect"'
+ok $? "... every connection to it was inspected, none spliced"
+"$AIRLOCK" audit verify "$T/audit.jsonl" >"$T/verify.out" 2>&1
+ok $? "the audit chain continues across the restart ($(head -c 100 "$T/verify.out"))"
 ! grep -q -- "BEGIN PRIVATE KEY\|PRIVATE KEY-----" "$T/airlockd.log" "$T/audit.jsonl"
 ok $? "no key text in airlockd's log or the audit log"
 

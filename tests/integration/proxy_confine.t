@@ -85,23 +85,25 @@ if ! pn_start; then
 fi
 PN_WRAP=""
 is "$(cat /proc/$DPID/comm 2>/dev/null)" airlockd "the daemon's PID is airlockd itself"
+WPID=$(al_worker)
+is "$(cat /proc/$WPID/comm 2>/dev/null)" airlockd "its one child is the worker"
 pn_attach c1 0 "$T/policy.json"
 ok $? "net attach c1"
 
 # --- confinement, as /proc shows it ------------------------------------------------
-st=/proc/$DPID/status
+st=/proc/$WPID/status
 like "$(grep '^Seccomp:' "$st")" '^Seccomp:	2$' "worker: Seccomp 2 (a seccomp filter)"
 like "$(grep '^NoNewPrivs:' "$st")" '^NoNewPrivs:	1$' "worker: NoNewPrivs 1"
 like "$(grep '^CapEff:' "$st")" '^CapEff:	0000000000000000$' "worker: CapEff 0"
 like "$(grep '^CapPrm:' "$st")" '^CapPrm:	0000000000000000$' "worker: CapPrm 0"
 nt=0 nf=0
-for t in /proc/$DPID/task/*/status; do
+for t in /proc/$WPID/task/*/status; do
 	nt=$((nt + 1))
 	grep -q '^Seccomp:	2$' "$t" || nf=$((nf + 1))
 done
 [ "$nt" -ge 17 ] && [ "$nf" = 0 ]
 ok $? "every thread of the worker has the filter ($nt threads, $nf without)"
-kids=$(pgrep -P "$DPID" | tr '\n' ' ')
+kids=$(pgrep -P "$WPID" | tr '\n' ' ')
 is "$(echo $kids | wc -w)" 2 "two root children (reader, netwatch)"
 for k in $kids; do
 	like "$(grep '^Seccomp:' /proc/$k/status)" '^Seccomp:	2$' \

@@ -202,7 +202,7 @@ ok $? "ClientHello without SNI: refused (sni_missing)"
 # same machine, same run).  100 MiB downloads over TLS (curl); with wrk, keep-alive
 # requests over TLS (1 thread, 3 connections: the policy allows 4; 3 s) and
 # airlockd's CPU time per request.  Measurements only: no assertion.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$(al_worker)/stat"; }
 wrk_rps() { sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p'; }
 wrk_n() { sed -n 's/^ *\([0-9]*\) requests in.*/\1/p'; }
 if [ -n "${AIRLOCK_PERF:-}" ]; then
@@ -233,9 +233,14 @@ fi
 
 # kill -9: redirected connections are refused, none reaches the origin.
 before=$(wc -l <"$T/origin.test-443.log")
+WPID=$(al_worker)
 kill -9 "$DPID"
 wait "$DPID" 2>/dev/null
 DPID=""
+# The worker dies with its supervisor (PR_SET_PDEATHSIG): gone within 5 s.
+for i in $(seq 50); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$WPID" 2>/dev/null
+ok $? "supervisor killed: its worker ($WPID) is gone too"
 vcurl --resolve "origin.test:443:$M" https://origin.test/ >/dev/null 2>&1
 rc=$?
 [ $rc -eq 7 ]

@@ -17,6 +17,7 @@ case $B in /*) ;; *) B=$top/$B ;; esac
 AIRLOCK=${AIRLOCK:-$B/airlock}
 AIRLOCKD=${AIRLOCKD:-$B/airlockd}
 . "$top/tests/lib/tap.sh"
+. "$top/tests/lib/airlockd.sh"
 for f in "$AIRLOCK" "$AIRLOCKD"; do
 	if [ ! -x "$f" ]; then
 		echo "1..0 # SKIP $f not built"
@@ -27,6 +28,7 @@ done
 T=$(mktemp -d /tmp/airlock-daemon.XXXXXX) || exit 1
 chmod 755 "$T"
 CFG=$T/airlock.json
+AL_SOCK=$T/run/control.sock
 DPID=""
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1

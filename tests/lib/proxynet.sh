@@ -36,6 +36,7 @@ AIRLOCK=${AIRLOCK:-$B/airlock}
 AIRLOCKD=${AIRLOCKD:-$B/airlockd}
 AIRLOCK_BUILD=$B
 . tests/lib/tap.sh
+. tests/lib/airlockd.sh
 . tests/lib/netns.sh
 . tests/lib/origin.sh
 
@@ -110,6 +111,7 @@ pn_setup() {
 	PN_NS="$H"
 	NETNS_CLEANUP_HOOK=pn_cleanup
 	T=$NETNS_TMP
+	AL_SOCK=$T/control.sock
 	chmod 755 "$T"
 	ORIGIN_LOGDIR=$T
 	netns_veth "$H" ih "$I" eth0 &&
