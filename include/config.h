@@ -12,6 +12,8 @@
 #include "netaddr.h"
 
 #define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"
+/* "workers": at most this many event loops (0 counts the CPUs, up to it). */
+#define CONFIG_WORKERS_MAX	64
 
 /* audit.fsync: when the audit log's writer calls fsync(2). */
 enum audit_fsync {

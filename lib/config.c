@@ -22,7 +22,6 @@
 #include "strtab.h"
 
 #define CONFIG_FILE_MAX		(1024 * 1024)
-#define CONFIG_WORKERS_MAX	256
 #define CONFIG_USER_MAX		32
 #define CONFIG_SUN_PATH_MAX	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
@@ -481,6 +480,12 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 			break;
 		}
 	}
+	/* Both are TCP listeners (DNS over TCP too): one port cannot be both. */
+	if (c->proxy_port == c->dns_port)
+		return config_error(cc, json_object_get(root, "dns_port") ?
+		    "dns_port" : "proxy_port", NULL,
+		    "proxy_port and dns_port are both %u: they must differ",
+		    (unsigned int)c->proxy_port);
 	/* Both pools are routed on the host: they must not overlap. */
 	if (netaddr_cidr_contains(&c->address_pool, &c->mapped_pool.nc_addr) ||
 	    netaddr_cidr_contains(&c->mapped_pool, &c->address_pool.nc_addr))

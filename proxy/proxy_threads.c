@@ -22,7 +22,7 @@
 #include "proxy_dns.h"
 #include "proxy_keyd.h"
 
-#define PROXY_WORKERS_MAX	64
+#define PROXY_WORKERS_MAX	CONFIG_WORKERS_MAX
 
 struct proxy_thread {
 	pthread_t	 pt_thread;

@@ -187,11 +187,21 @@ test_full(void)
 	    "/var/log/airlock/audit.jsonl") == 0, "partial file");
 	ok(load_text("{}", &c, NULL, err, sizeof(err)) == 0 &&
 	    c.proxy_port == 15001, "empty object: defaults");
-	ok(load_text("{\"proxy_port\": 65535, \"dns_port\": 1, \"workers\": 256}",
+	ok(load_text("{\"proxy_port\": 65535, \"dns_port\": 1, \"workers\": 64}",
 	    &c, NULL, err, sizeof(err)) == 0 && c.proxy_port == 65535 &&
-	    c.dns_port == 1 && c.workers == 256, "range edges accepted");
-	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, sizeof(err)),
-	    "workers 257 refused");
+	    c.dns_port == 1 && c.workers == 64, "range edges accepted");
+	is_int(-1, load_text("{\"workers\": 65}", &c, NULL, err, sizeof(err)),
+	    "workers 65 refused (airlockd runs at most 64)");
+	ok(strstr(err, "workers: 65 out of range 0..64") != NULL,
+	    "... saying the range: %s", err);
+	is_int(-1, load_text("{\"dns_port\": 15001}", &c, NULL, err, sizeof(err)),
+	    "dns_port equal to the default proxy_port refused");
+	ok(strstr(err, "dns_port: proxy_port and dns_port are both 15001: they "
+	    "must differ") != NULL, "... naming both keys: %s", err);
+	is_int(-1, load_text("{\"proxy_port\": 7, \"dns_port\": 7}", &c, NULL, err,
+	    sizeof(err)), "equal ports refused");
+	is_int(0, load_text("{\"proxy_port\": 15053, \"dns_port\": 15001}", &c, NULL,
+	    err, sizeof(err)), "swapped defaults accepted (positive control)");
 	/* A short err buffer truncates safely; errlen 0 writes nothing. */
 	memset(err, 'X', sizeof(err));
 	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, 8),
