@@ -203,6 +203,19 @@ proxy_conn_mode(const struct proxy_conn *c, const struct policy_verdict *v)
 	return &proxy_mode_splice;
 }
 
+/* Keeps what the VM sent for the denial's record (proxy_conn_audit()). */
+static void
+proxy_conn_asked(struct proxy_conn *c, enum peek_status st, const struct peek_tls *t,
+    const struct peek_http *h)
+{
+	if (c->pc_proto == POLICY_PROTO_TLS && st != PEEK_NO_SNI && t->pt_sni_len > 0 &&
+	    c->pc_asked_sni == NULL)
+		c->pc_asked_sni = proxy_asked_dup(t->pt_sni, t->pt_sni_len);
+	if (c->pc_proto == POLICY_PROTO_HTTP && h->ph_host_len > 0 &&
+	    c->pc_asked_host == NULL)
+		c->pc_asked_host = proxy_asked_dup(h->ph_host, h->ph_host_len);
+}
+
 /*
  * The first bytes are in: check them, ask the policy, and hand c to its mode.
  * Returns after c was closed or taken over.
@@ -231,6 +244,7 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	}
 	if (why != NULL) {
 		c->pc_state = PC_DECIDED;
+		proxy_conn_asked(c, st, t, h);
 		if (alert != 0 && (fd = bufferevent_getfd(c->pc_client)) != -1) {
 			proxy_conn_tls_alert(fd, alert);
 			proxy_conn_close(c, why, 0);
@@ -246,6 +260,7 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	c->pc_state = PC_DECIDED;
 	if (!policy_decide(p, &q, &v)) {
 		/* Allowed when the VM connected, revoked since: say so. */
+		proxy_conn_asked(c, st, t, h);
 		proxy_conn_deny(c, c->pc_reloaded ? PR_STR(POLICY_RELOAD) :
 		    policy_reason_str(v.pv_reason));
 		return;
@@ -254,6 +269,7 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	c->pc_limits = p->p_limits;
 	if ((c->pc_mode = proxy_conn_mode(c, &v)) == NULL) {
 		/* An inspect rule for a bare address: never a splice instead. */
+		proxy_conn_asked(c, st, t, h);
 		proxy_conn_deny(c, PR_STR(INSPECT_UNAVAILABLE));
 		return;
 	}

@@ -60,6 +60,24 @@ proxy_conn_ms(const struct proxy_conn *c)
 	return (long long)d.tv_sec * 1000 + d.tv_usec / 1000;
 }
 
+char *
+proxy_asked_dup(const void *p, size_t n)
+{
+	char *s;
+	size_t i;
+
+	if (n > PROXY_ASKED_MAX)
+		n = PROXY_ASKED_MAX;
+	if ((s = malloc(n + 1)) == NULL)
+		return NULL;
+	memcpy(s, p, n);
+	for (i = 0; i < n; i++)
+		if (s[i] == '\0')
+			s[i] = '?';
+	s[n] = '\0';
+	return s;
+}
+
 /*
  * The one audit record of c.  Denials are written (and, per audit.fsync, synced)
  * before the reset goes out, so a reviewer never misses a refusal the VM saw.
@@ -70,7 +88,7 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 {
 	long long seq = 0;
 	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[2];
+	struct audit_kv kv[4];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
 	size_t nkv = 0;
 
@@ -101,6 +119,13 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 		    sizeof(up));
 		nkv++;
 	}
+	/* A denial says what the VM sent, beside the name it reached for (dst). */
+	if (reason != NULL && c->pc_asked_sni != NULL)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "sni",
+		    .ak_str = c->pc_asked_sni };
+	if (reason != NULL && c->pc_asked_host != NULL)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "host",
+		    .ak_str = c->pc_asked_host };
 	r.ar_extra = kv;
 	r.ar_nextra = nkv;
 	if (c->pc_state >= PC_RELAY) {
@@ -223,6 +248,8 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 		proxy_conn_linger(c->pc_worker, fd);
 	}
 	free(c->pc_farewell);
+	free(c->pc_asked_sni);
+	free(c->pc_asked_host);
 	if (c->pc_client != NULL)
 		bufferevent_free(c->pc_client);
 	if (c->pc_server != NULL) {

@@ -578,8 +578,12 @@ h2_request_head(struct h2_stream *hs, int end_stream, struct http_buf *out)
 	/* Every host field (one may be repeated) agrees with :authority. */
 	for (i = 0; i < f->hf_n; i++)
 		if (h2_is(f, i, "host") && (f->hf_f[i].vl != al ||
-		    strncasecmp(HF_VALUE(f, i), auth, al) != 0))
+		    strncasecmp(HF_VALUE(f, i), auth, al) != 0)) {
+			/* the record names the host that disagrees */
+			proxy_req_asked(&hs->hs_r, HF_VALUE(f, i), f->hf_f[i].vl,
+			    NULL, 0);
 			return PR_STR(HOST_MISMATCH);
+		}
 	if (http_buf_add(out, method, ml) == -1 || http_buf_add(out, " ", 1) == -1 ||
 	    http_buf_add(out, path, pl) == -1 ||
 	    http_buf_add_str(out, " HTTP/1.1\r\n") == -1)

@@ -153,6 +153,9 @@ struct proxy_conn {
 	struct netaddr		 pc_upstream;		/* the pinned address */
 	char			 pc_name[HOSTNAME_MAX + 1]; /* mapped name, or "" */
 	int			 pc_by_addr;	/* dst not in the mapped pool */
+	/* what the VM asked for, kept for a denial's record only (owned) */
+	char			*pc_asked_sni;	/* the SNI as sent */
+	char			*pc_asked_host;	/* the Host of plain HTTP as sent */
 
 	enum policy_proto	 pc_proto;	/* what the first bytes were */
 	int			 pc_quiet;	/* the quiet timer has fired */
@@ -228,6 +231,13 @@ const char *proxy_conn_precheck(struct proxy_conn *c, const struct policy *p);
 void	proxy_conn_linger_free(struct proxy_worker *w);
 /* Drops an outstanding lookup of the dial (c is going away). */
 void	proxy_conn_dial_cancel(struct proxy_conn *c);
+/*
+ * What a VM asked for, as it sent it, for an audit field: at most PROXY_ASKED_MAX
+ * bytes of p[0..n-1] (a NUL byte shown as '?'; the audit writer escapes the rest).
+ * A copy to free, or NULL.
+ */
+#define PROXY_ASKED_MAX	255
+char	*proxy_asked_dup(const void *p, size_t n);
 /* "ip:port" into buf. */
 const char *proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *buf,
 	    size_t len);

@@ -66,6 +66,9 @@ proxy_req_reset(struct proxy_req *r)
 {
 	free(r->rq_path);
 	r->rq_path = NULL;
+	free(r->rq_asked_host);
+	free(r->rq_asked_target);
+	r->rq_asked_host = r->rq_asked_target = NULL;
 	if (r->rq_pp != NULL)
 		proxy_policy_put(r->rq_pp);
 	r->rq_pp = NULL;
@@ -104,17 +107,40 @@ rq_record(struct proxy_req *r, struct audit_record *ar, char *src, size_t srclen
 	return n;
 }
 
+void
+proxy_req_asked(struct proxy_req *r, const void *host, size_t hostlen,
+    const void *target, size_t targetlen)
+{
+	const char *q;
+
+	if (host != NULL && hostlen > 0 && r->rq_asked_host == NULL)
+		r->rq_asked_host = proxy_asked_dup(host, hostlen);
+	if (target != NULL && targetlen > 0 && r->rq_asked_target == NULL) {
+		if (!proxy_config()->audit_log_query &&
+		    (q = memchr(target, '?', targetlen)) != NULL)
+			targetlen = (size_t)(q - (const char *)target);
+		r->rq_asked_target = proxy_asked_dup(target, targetlen);
+	}
+}
+
 /* The request record: method, path, status, bytes, time, rule, injected names. */
 void
 proxy_req_audit(struct proxy_req *r, const char *reason, int status)
 {
 	struct proxy_conn *c = r->rq_conn;
 	struct audit_record ar = AUDIT_RECORD_INIT;
-	struct audit_kv kv[2];
+	struct audit_kv kv[4];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
 
 	ar.ar_event = AUDIT_EV_REQUEST;
 	ar.ar_nextra = rq_record(r, &ar, src, sizeof(src), dst, sizeof(dst), kv);
+	/* A denial says what the VM sent, beside the name it reached for (dst). */
+	if (reason != NULL && r->rq_asked_host != NULL)
+		kv[ar.ar_nextra++] = (struct audit_kv){ .ak_key = "host",
+		    .ak_str = r->rq_asked_host };
+	if (reason != NULL && r->rq_asked_target != NULL)
+		kv[ar.ar_nextra++] = (struct audit_kv){ .ak_key = "target",
+		    .ak_str = r->rq_asked_target };
 	ar.ar_extra = ar.ar_nextra > 0 ? kv : NULL;
 	ar.ar_status = status;
 	ar.ar_decision = reason != NULL ? "deny" : "allow";
@@ -618,6 +644,10 @@ proxy_req_start(struct proxy_req *r, const uint8_t *h, const struct http_request
 	proxy_req_refusal(rf, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
 	    "internal error");
  out:
+	if (ret == -1)	/* refused: the record says what was asked for */
+		proxy_req_asked(r, h + rq->hq_host.off, rq->hq_host.len,
+		    rq->hq_absolute ? h + rq->hq_target.off : NULL,
+		    rq->hq_target.len);
 	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
 		http_buf_free(&vals[i]);
 	free(rawpath);

@@ -42,6 +42,9 @@ struct proxy_req {
 	char			 rq_wd_reason[32];
 	char			 rq_method[HTTP_METHOD_MAX + 1];
 	char			*rq_path;	/* for the audit record (owned) */
+	/* what the VM asked for, kept for a denial's record only (owned) */
+	char			*rq_asked_host;		/* Host / :authority as sent */
+	char			*rq_asked_target;	/* an absolute-form target */
 	const char		*rq_inject[AUDIT_INJECT_MAX + 1];
 	size_t			 rq_ninject;
 	int			 rq_redact;	/* responses are scanned */
@@ -54,6 +57,14 @@ struct proxy_req {
 	int			 rq_redacted_id;	/* a secret that was redacted */
 	struct scan_redact	*rq_hred;	/* header values (the engine's) */
 };
+
+/*
+ * Keeps what the VM sent for the record of a refused request: the Host value (or
+ * :authority) and, when not NULL, an absolute-form request-target, its query cut
+ * unless audit.log_query (as the path's is).
+ */
+void	proxy_req_asked(struct proxy_req *r, const void *host, size_t hostlen,
+	    const void *target, size_t targetlen);
 
 /* What to answer a refused request with. */
 struct proxy_refusal {

@@ -228,6 +228,12 @@ case "$codes" in
 "200 421") ok 0 "keep-alive: a second request with another Host gets 421 ($codes)" ;;
 *) ok 1 "keep-alive: a second request with another Host gets 421 ('$codes')" ;;
 esac
+grep '"reason":"host_mismatch"' "$T/audit.jsonl" |
+    grep -q '"dst":"api.test:443".*"host":"other.test"'
+ok $? "... its record names the Host the VM sent (host) beside dst"
+! grep '"event":"request"' "$T/audit.jsonl" | grep '"decision":"allow"' |
+    grep -q '"host":'
+ok $? "... which allowed requests do not carry"
 
 # --- parsing traps (raw requests over TLS) ----------------------------------------
 raw() {	# raw PERL-STRING: the status line airlockd answers
@@ -251,6 +257,11 @@ trap_is '"GET / HTTP/1.1\nHost: api.test\n\n"' 400 "bare LF"
 trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-A: a\0b\r\n\r\n"' 400 "NUL in a field"
 trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nHost: api.test\r\n\r\n"' 400 "duplicate Host"
 trap_is '"GET https://other.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n"' 400 "absolute-form authority differs from Host"
+trap_is '"GET http://api.test/abs?q=1 HTTP/1.1\r\nHost: api.test\r\n\r\n"' 400 "absolute-form inside TLS"
+sleep 0.3
+grep '"reason":"invalid_path"' "$T/audit.jsonl" |
+    grep -q '"host":"api.test","target":"http://api.test/abs"'
+ok $? "... its record holds the target as sent, the query cut (audit.log_query off)"
 trap_is '"GET /\r\n\r\n"' 505 "HTTP/0.9 (no version: not supported)"
 trap_is '"POST /echo HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"' 400 "bad chunk size"
 trap_is '"GET / HTTP/1.1\r\nHost: api.test\r\nX-Big: " . ("a" x 40000) . "\r\n\r\n"' 431 "header section over the limit"

@@ -155,6 +155,8 @@ ok $? "one connection, three streams: the denied one gets its 403, the others go
 code=$(h2curl -o /dev/null -w '%{http_code}' -H "Host: other.test" https://h2.test/)
 [ "$code" = 421 ] && audit_has '"reason":"host_mismatch".*"protocol":"h2"'
 ok $? "host disagreeing with :authority: 421 host_mismatch ($code)"
+audit_has '"reason":"host_mismatch".*"protocol":"h2".*"host":"other.test"'
+ok $? "... its record names the host the VM sent"
 
 # --- HTTP/2 and HTTP/1.1 origins ----------------------------------------------------
 out=$(h2curl -w ' %{http_version}' https://h1.test/ | keep)

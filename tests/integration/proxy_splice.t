@@ -93,6 +93,10 @@ vcurl --resolve "other.test:443:$M" https://other.test/ >/dev/null 2>&1
 ok $? "SNI that differs from the mapped name: refused"
 audit_has '"reason":"sni_mismatch"'
 ok $? "audited sni_mismatch"
+audit_has '"dst":"origin.test:443".*"reason":"sni_mismatch".*"sni":"other.test"'
+ok $? "... naming the SNI the VM sent (sni) beside the mapped name (dst)"
+! grep '"event":"connect"' "$T/audit.jsonl" | grep -q '"sni":'
+ok $? "... which allowed connections do not carry"
 
 vcurl -k https://11.0.0.2/ >/dev/null 2>&1
 [ $? -ne 0 ]
@@ -132,6 +136,8 @@ vcurl --resolve "plain.test:80:$P" -H "Host: other.test" http://plain.test/ \
     >/dev/null 2>&1
 [ $? -ne 0 ] && audit_has '"reason":"host_mismatch"'
 ok $? "plain HTTP with another Host: refused (host_mismatch)"
+audit_has '"dst":"plain.test:80".*"reason":"host_mismatch".*"host":"other.test"'
+ok $? "... naming the Host the VM sent"
 
 G=$(mapped git.test)
 out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/$G/22; read -r l <&3; echo \"\$l\";
