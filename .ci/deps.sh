@@ -50,7 +50,14 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends $missing
+# A fresh cloud VM often runs its own apt at first boot: wait for the dpkg lock (up
+# to 10 minutes, apt says it waits) rather than fail at once.
+LOCK="-o DPkg::Lock::Timeout=600"
+if command -v fuser >/dev/null &&
+    fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
+	echo "deps: another apt or dpkg holds the lock: waiting for it (at most 10 minutes)"
+fi
+apt-get $LOCK update -qq
+apt-get $LOCK install -y -qq --no-install-recommends $missing
 ensure_user
 ensure_libvirt_user

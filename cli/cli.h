@@ -49,6 +49,8 @@ struct cli_group {
 /* cli_group.c */
 /* The subcommand called name, or NULL. */
 const struct cli_sub *cli_group_find(const struct cli_group *g, const char *name);
+/* "usage: airlock GROUP SUB USAGE\n" for the one subcommand s. */
+void	cli_sub_usage(const struct cli_group *g, const struct cli_sub *s, FILE *f);
 /* "usage: airlock GROUP SUB USAGE\n" then "       airlock ..." for each other SUB. */
 void	cli_group_usage(const struct cli_group *g, FILE *f);
 /* "GROUP SUB USAGE | GROUP SUB USAGE ...", no newline (airlock's own usage). */
@@ -59,9 +61,15 @@ void	cli_group_line(const struct cli_group *g, FILE *f);
  */
 int	cli_group_run(const struct cli_group *g, const struct cli_ctx *ctx, int argc,
 	    char **argv);
+/*
+ * "airlock: GROUP SUB: unknown option 'ARG'" (or "unexpected argument" for one that
+ * is no option) on stderr; argv is the subcommand's (argv[0] the group).
+ */
+void	cli_arg_refused(char **argv, const char *arg);
 
-/* cmd_policy.c */
+/* cmd_policy.c (its table, for help: cmd_policy() dispatches itself) */
 int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
+extern const struct cli_group cli_policy_group;
 /* cmd_audit.c: airlock audit verify|query|summary */
 extern const struct cli_group cli_audit_group;
 /* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */

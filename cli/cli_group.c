@@ -27,6 +27,14 @@ cli_sub_print(const struct cli_group *g, const struct cli_sub *s, FILE *f)
 }
 
 void
+cli_sub_usage(const struct cli_group *g, const struct cli_sub *s, FILE *f)
+{
+	fputs("usage: airlock ", f);
+	cli_sub_print(g, s, f);
+	fputc('\n', f);
+}
+
+void
 cli_group_usage(const struct cli_group *g, FILE *f)
 {
 	const struct cli_sub *s;
@@ -48,6 +56,14 @@ cli_group_line(const struct cli_group *g, FILE *f)
 			fputs(" | ", f);
 		cli_sub_print(g, s, f);
 	}
+}
+
+void
+cli_arg_refused(char **argv, const char *arg)
+{
+	fprintf(stderr, "airlock: %s %s: %s '%s'\n", argv[0], argv[1],
+	    arg[0] == '-' && arg[1] != '\0' ? "unknown option" :
+	    "unexpected argument", arg);
 }
 
 int

@@ -34,6 +34,8 @@ ca_cmd_init(const struct cli_ctx *ctx, int argc, char **argv)
 	if (argc == 3 && strcmp(argv[2], "--force") == 0)
 		force = 1;
 	else if (argc != 2) {
+		cli_arg_refused(argv, argc == 3 || strcmp(argv[2], "--force") != 0 ?
+		    argv[2] : argv[3]);
 		ca_usage();
 		return 2;
 	}
@@ -146,6 +148,7 @@ ca_cmd_cert(const struct cli_ctx *ctx, int argc, char **argv)
 	int rv;
 
 	if (argc > 3 || (argc == 3 && argv[2][0] == '-')) {
+		cli_arg_refused(argv, argv[2][0] == '-' ? argv[2] : argv[3]);
 		ca_usage();
 		return 2;
 	}

@@ -29,6 +29,9 @@ cmd_ctl_args(const struct cli_ctx *ctx, int argc, char **argv, int *json)
 		if (strcmp(argv[i], "--json") == 0)
 			*json = 1;
 		else {
+			fprintf(stderr, "airlock: %s: %s '%s'\n", argv[0],
+			    argv[i][0] == '-' ? "unknown option" :
+			    "unexpected argument", argv[i]);
 			fprintf(stderr, "usage: airlock %s [--json]\n", argv[0]);
 			return -1;
 		}
@@ -38,11 +41,12 @@ cmd_ctl_args(const struct cli_ctx *ctx, int argc, char **argv, int *json)
 
 /*
  * Sends req and parses the reply.  Returns the reply object (json_decref()) and the
- * raw line in *raw (free()); NULL after printing why (airlockd not running, a refusal).
+ * raw line in *raw (free()); NULL after printing why, with *rc the exit status: 2
+ * for a configuration that does not load, 1 for airlockd not running or refusing.
  */
 static json_t *
 cmd_ctl_request(const struct cli_ctx *ctx, const char *what, const char *req,
-    int timeout_ms, char **raw)
+    int timeout_ms, char **raw, int *rc)
 {
 	struct airlock_config cfg;
 	json_error_t jerr;
@@ -50,8 +54,10 @@ cmd_ctl_request(const struct cli_ctx *ctx, const char *what, const char *req,
 	char err[1024];
 
 	*raw = NULL;
+	*rc = 2;
 	if (cli_config(ctx, &cfg) == -1)
 		return NULL;
+	*rc = 1;
 	if (control_request(cfg.control_socket, req, timeout_ms, raw, err,
 	    sizeof(err)) == -1) {
 		fprintf(stderr, "airlock: %s: %s\n", what, err);
@@ -99,14 +105,14 @@ cmd_reload(const struct cli_ctx *ctx, int argc, char **argv)
 	const char *status, *name;
 	char *raw;
 	size_t i, k;
-	int json, failed;
+	int json, failed, rc;
 
 	if (cmd_ctl_args(ctx, argc, argv, &json) == -1)
 		return 2;
 	reply = cmd_ctl_request(ctx, "reload", "{\"cmd\":\"reload\"}",
-	    CMD_RELOAD_TIMEOUT_MS, &raw);
+	    CMD_RELOAD_TIMEOUT_MS, &raw, &rc);
 	if (reply == NULL)
-		return 1;
+		return rc;
 	failed = cmd_ctl_num(reply, "failed") > 0;
 	if (json) {
 		printf("%s\n", raw);
@@ -147,14 +153,14 @@ cmd_stats(const struct cli_ctx *ctx, int argc, char **argv)
 	json_t *reply, *sb;
 	char *raw;
 	size_t i;
-	int json;
+	int json, rc;
 
 	if (cmd_ctl_args(ctx, argc, argv, &json) == -1)
 		return 2;
 	reply = cmd_ctl_request(ctx, "stats", "{\"cmd\":\"stats\"}",
-	    CONTROL_TIMEOUT_MS, &raw);
+	    CONTROL_TIMEOUT_MS, &raw, &rc);
 	if (reply == NULL)
-		return 1;
+		return rc;
 	if (json) {
 		printf("%s\n", raw);
 		goto out;

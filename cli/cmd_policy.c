@@ -14,10 +14,12 @@
  * Exit 0 allow (also report mode), 1 deny, 2 usage or policy error.
  * Options may appear anywhere after the subcommand; "--" ends them.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -33,7 +35,6 @@ struct policy_args {
 	int		 pa_json;
 };
 
-static const struct cli_group policy_group;
 
 static int __attribute__((format(printf, 1, 2)))
 policy_usage(const char *fmt, ...)
@@ -47,7 +48,7 @@ policy_usage(const char *fmt, ...)
 		va_end(ap);
 		fputc('\n', stderr);
 	}
-	cli_group_usage(&policy_group, stderr);
+	cli_group_usage(&cli_policy_group, stderr);
 	return 2;
 }
 
@@ -98,6 +99,39 @@ policy_errors_json(const char *file, const struct policy_errors *errs)
 	    arr);
 }
 
+/* FILE, or "-": standard input (named "<stdin>" in its errors). */
+static struct policy *
+policy_load_arg(const char *file, struct policy_errors *errs)
+{
+	struct policy *p;
+	size_t len = 0;
+	ssize_t n;
+	char *buf;
+
+	if (strcmp(file, "-") != 0)
+		return policy_load_file(file, errs);
+	/* One byte past the limit: the loader says it is too large. */
+	if ((buf = malloc(POLICY_FILE_MAX + 1)) == NULL) {
+		fprintf(stderr, "airlock: policy: out of memory\n");
+		return NULL;
+	}
+	while (len < POLICY_FILE_MAX + 1 &&
+	    (n = read(STDIN_FILENO, buf + len, POLICY_FILE_MAX + 1 - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fprintf(stderr, "airlock: policy: standard input: %s\n",
+			    strerror(errno));
+			free(buf);
+			return NULL;
+		}
+		len += (size_t)n;
+	}
+	p = policy_load_buf(buf, len, "<stdin>", errs);
+	free(buf);
+	return p;
+}
+
 static int
 policy_check(int json, int nfiles, char **files)
 {
@@ -106,7 +140,7 @@ policy_check(int json, int nfiles, char **files)
 	int i, rc = 0;
 
 	for (i = 0; i < nfiles; i++) {
-		p = policy_load_file(files[i], &errs);
+		p = policy_load_arg(files[i], &errs);
 		if (p == NULL) {
 			rc = 1;
 			if (json)
@@ -226,7 +260,7 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 		q.pq_path = pos[3];
 	}
 
-	if ((p = policy_load_file(pos[0], &errs)) == NULL) {
+	if ((p = policy_load_arg(pos[0], &errs)) == NULL) {
 		if (json)
 			policy_json_print(policy_errors_json(pos[0], &errs));
 		else
@@ -352,7 +386,7 @@ static const struct cli_sub policy_subs[] = {
 	  "HOST[:PORT] [METHOD PATH]" },
 	{ NULL, NULL, NULL }
 };
-static const struct cli_group policy_group = { "policy", policy_subs,
+const struct cli_group cli_policy_group = { "policy", policy_subs,
     CLI_UNKNOWN_SUBCOMMAND, NULL };
 
 int
@@ -366,10 +400,10 @@ cmd_policy(const struct cli_ctx *ctx, int argc, char **argv)
 		return policy_usage(NULL);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
-		cli_group_usage(&policy_group, stdout);
+		cli_group_usage(&cli_policy_group, stdout);
 		return 0;
 	}
-	if ((s = cli_group_find(&policy_group, argv[1])) != NULL)
+	if ((s = cli_group_find(&cli_policy_group, argv[1])) != NULL)
 		return s->cs_fn(ctx, argc, argv);
 	/* As before the table: a bad option is reported first. */
 	if ((rc = policy_args_parse(ctx, argc, argv, &pa)) == 0) {

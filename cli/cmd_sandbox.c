@@ -68,8 +68,8 @@ cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
 			if (strcmp(argv[i], opts[j]) != 0)
 				continue;
 			if (i + 1 >= argc) {
-				fprintf(stderr, "airlock: %s needs a value\n",
-				    opts[j]);
+				fprintf(stderr, "airlock: %s %s: %s needs a value\n",
+				    argv[0], argv[first - 1], opts[j]);
 				return -1;
 			}
 			vals[j] = argv[++i];
@@ -78,9 +78,14 @@ cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
 		}
 		if (found)
 			continue;
-		if (argv[i][0] == '-' || *pos != NULL) {
-			fprintf(stderr, "airlock: unexpected argument '%s'\n",
-			    argv[i]);
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "airlock: %s %s: unknown option '%s'\n",
+			    argv[0], argv[first - 1], argv[i]);
+			return -1;
+		}
+		if (*pos != NULL) {
+			fprintf(stderr, "airlock: %s %s: unexpected argument '%s'\n",
+			    argv[0], argv[first - 1], argv[i]);
 			return -1;
 		}
 		*pos = argv[i];
@@ -155,6 +160,7 @@ sandbox_destroy(const struct cli_ctx *ctx, int argc, char **argv)
 		return 1;
 	}
 	cli_sandbox_notify(&cfg, "sandbox_remove", name);
+	printf("destroyed sandbox %s\n", name);
 	return 0;
 }
 

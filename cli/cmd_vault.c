@@ -285,6 +285,9 @@ vault_rm(const struct cli_ctx *ctx, int argc, char **argv)
 	int rv;
 
 	if (argc != 3 || argv[2][0] == '-') {
+		if (argc > 2)
+			cli_arg_refused(argv, argv[2][0] == '-' || argc == 3 ?
+			    argv[2] : argv[3]);
 		vault_usage();
 		return 2;
 	}
@@ -307,6 +310,7 @@ vault_rotate(const struct cli_ctx *ctx, int argc, char **argv)
 	int rv;
 
 	if (argc != 2) {
+		cli_arg_refused(argv, argv[2]);
 		vault_usage();
 		return 2;
 	}

@@ -9,13 +9,27 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "proxy.h"
+#include "version.h"
 
 static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: airlockd [--config FILE] [--state-dir DIR] "
-	    "[--foreground] [-n] [-v]\n");
+	    "[--foreground] [-n] [-v]\n"
+	    "       airlockd --help | --version\n"
+	    "  --config FILE     the configuration (default %s)\n"
+	    "  --state-dir DIR   overrides its state_dir\n"
+	    "  --foreground, -d  stays in the foreground, logging to stderr "
+	    "(else: syslog,\n"
+	    "                    once the first worker serves)\n"
+	    "  -n                checks the configuration, the user and every "
+	    "recorded\n"
+	    "                    sandbox's policy, then exits (0: all valid)\n"
+	    "  -v                more logging (again: debug)\n"
+	    "Signals: HUP reopens the audit log and reloads; TERM and INT stop.\n",
+	    CONFIG_DEFAULT_PATH);
 }
 
 int
@@ -25,9 +39,15 @@ main(int argc, char **argv)
 	int i;
 
 	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+		if ((strcmp(argv[i], "--config") == 0 ||
+		    strcmp(argv[i], "--state-dir") == 0) && i + 1 >= argc) {
+			fprintf(stderr, "airlockd: %s needs a value\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+		if (strcmp(argv[i], "--config") == 0)
 			o.po_config = argv[++i];
-		else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
+		else if (strcmp(argv[i], "--state-dir") == 0)
 			o.po_state_dir = argv[++i];
 		else if (strcmp(argv[i], "--foreground") == 0 ||
 		    strcmp(argv[i], "-d") == 0)
@@ -40,7 +60,12 @@ main(int argc, char **argv)
 		    strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("airlockd %s\n", AIRLOCK_VERSION);
+			return 0;
 		} else {
+			fprintf(stderr, "airlockd: %s '%s'\n", argv[i][0] == '-' ?
+			    "unknown option" : "unexpected argument", argv[i]);
 			usage(stderr);
 			return 2;
 		}

@@ -281,6 +281,7 @@ proxy_check(void)
 {
 	struct proxy_state st;
 	struct policy_errors errs = { 0 };
+	struct passwd *pw;
 	struct policy *p;
 	char err[512], line[1024];
 	size_t i, k;
@@ -314,6 +315,17 @@ proxy_check(void)
 		policy_free(p);
 	}
 	proxy_state_free(&st);
+	/* What a start as root would refuse (proxy_main()). */
+	errno = 0;
+	if ((pw = getpwnam(proxy_cfg.user)) == NULL) {
+		printf("user '%s' does not exist (make deps creates it)\n",
+		    proxy_cfg.user);
+		bad = 1;
+	} else if (pw->pw_uid == 0) {
+		printf("user '%s' is root: airlockd refuses to run as root\n",
+		    proxy_cfg.user);
+		bad = 1;
+	}
 	if (!bad)
 		printf("configuration OK\n");
 	return bad;

@@ -113,6 +113,14 @@ else
 	ok 0 "# SKIP unknown user line (needs root)"
 	ok 0 "# SKIP user root (needs root)"
 fi
+# -n checks what a start would refuse: the user too.
+dt_config '"user": "nosuchuser-al"'
+dt_run --config "$CFG" -n
+is "$rc" 1 "-n: a user that does not exist: exit 1"
+like "$(cat "$T/out")" "^user 'nosuchuser-al' does not exist" "... and -n says so"
+dt_config '"user": "root"'
+dt_run --config "$CFG" -n
+is "$rc" 1 "-n: user root: exit 1"
 
 # A second daemon on the same control socket is refused, the first keeps running.
 dt_config

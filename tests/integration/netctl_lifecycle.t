@@ -52,7 +52,7 @@ netns_exec "$H" ip link add vx0 type veth peer name vx1
 netns_exec "$H" ip addr add 10.7.0.1/30 dev vx0
 netns_exec "$H" ip link set vx0 up
 
-plan 40
+plan 41
 check "nothing installed before the first sandbox" test -z "$(dump)"
 check "sandbox create s1" al sandbox create s1 --policy "$POLICY"
 check "tap al-s1 exists and is a tap" sh -c "ip netns exec $H ip -d link show al-s1 | grep -q 'tun type tap'"
@@ -68,6 +68,7 @@ check "create s2 --owner nobody" al sandbox create s2 --policy "$POLICY" --owner
 check "... the tap belongs to the VMM's user" sh -c "ip netns exec $H ip -d link show al-s2 | grep -q 'persist on user nobody'"
 check "s2 got the next /30" sh -c "ip netns exec $H ip -o -4 addr show al-s2 | grep -q 'inet 10.233.0.5 peer 10.233.0.6/32'"
 check "destroy s2" al sandbox destroy s2
+check "... and says so" sh -c "tail -1 $T/al.out | grep -qx 'destroyed sandbox s2'"
 dump >"$T/d2"
 check "destroy leaves the ruleset as it was (dump compared)" cmp -s "$T/d1" "$T/d2"
 check "... and the tap is gone" sh -c "! ip netns exec $H ip link show al-s2 2>/dev/null"

@@ -32,6 +32,17 @@ ok $? "  three summary lines"
 has out "7 rules, mode enforce" "  coding-agent has 7 rules"
 has out "policy deny-all, 0 rules" "  deny-all has no rules"
 
+# --- check -: the policy on standard input -------------------------------------
+run policy check - <"$top/policies/deny-all.json"
+expect_rc 0 "check - reads standard input"
+has out "-: ok: policy deny-all, 0 rules" "  and names it -"
+printf '{"policy":' >"$tmp/trunc.json"
+run policy check - <"$tmp/trunc.json"
+expect_rc 1 "check - of a broken policy: exit 1"
+has err "<stdin>:" "  its errors name <stdin>"
+run policy test - example.com:443 <"$top/policies/deny-all.json"
+expect_rc 1 "test - HOST: a denial from the policy on standard input"
+
 # --- check: every error of a file, with its path --------------------------------
 f3=$data/bad/three-errors.json
 run policy check "$f3"
