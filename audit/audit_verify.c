@@ -209,8 +209,10 @@ audit_chain_add(struct audit_chain *c, const char *line, size_t len, char *why,
 			return -1;
 		}
 		if (al.al_seq != c->ac_seq + 1) {
+			/* One line cannot tell a cut from a swap: say both. */
 			snprintf(why, whylen, "seq gap: expected %lld, got %lld "
-			    "(records missing)", c->ac_seq + 1, al.al_seq);
+			    "(records missing here, or out of order)",
+			    c->ac_seq + 1, al.al_seq);
 			return -1;
 		}
 		if (strcmp(al.al_prev, c->ac_head) != 0) {

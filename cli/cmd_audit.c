@@ -102,9 +102,9 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 	struct audit_file_result res;
 	struct audit_chain c;
 	struct audit_args aa;
-	const char *v, *key_file = NULL;
+	const char *v, *key_file = NULL, *ok;
 	char *end;
-	long long bad_line, want_seq = 0;
+	long long bad_line, want_seq = 0, records = 0;
 	size_t keylen = 0;
 	int i, strict = 0, have_head = 0, started, rv = 2;
 
@@ -154,6 +154,8 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 	audit_chain_init(&c, keylen > 0 ? key : NULL, keylen);
 	c.ac_want_hash = have_head ? head : NULL;
 	c.ac_want_seq = want_seq;
+	/* With an anchor to check, "ok" waits for that check (the last line). */
+	ok = have_head || want_seq > 0 ? "chain intact" : "ok";
 	rv = 1;
 	for (i = 0; i < aa.aa_nfiles; i++) {
 		const char *f = aa.aa_files[i];
@@ -169,9 +171,10 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 		if (res.afr_records == 0) {
-			printf("%s: ok, 0 records\n", f);
+			printf("%s: no records\n", f);
 			continue;
 		}
+		records += res.afr_records;
 		if (!started && strcmp(res.afr_first_prev, AUDIT_ZERO_HASH) != 0) {
 			/* Rotation, or the start of the chain was cut off. */
 			if (strict) {
@@ -181,14 +184,21 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 				    res.afr_first_seq);
 				goto out;
 			}
-			printf("%s: ok, %lld records, seq %lld..%lld, head %s; "
+			printf("%s: %s, %lld records, seq %lld..%lld, head %s; "
 			    "chain continues from an earlier file (prev %s)\n",
-			    f, res.afr_records, res.afr_first_seq,
+			    f, ok, res.afr_records, res.afr_first_seq,
 			    res.afr_last_seq, res.afr_head, res.afr_first_prev);
 		} else
-			printf("%s: ok, %lld records, seq %lld..%lld, head %s\n",
-			    f, res.afr_records, res.afr_first_seq,
+			printf("%s: %s, %lld records, seq %lld..%lld, head %s\n",
+			    f, ok, res.afr_records, res.afr_first_seq,
 			    res.afr_last_seq, res.afr_head);
+	}
+	/* A log emptied (or never written) vouches for nothing. */
+	if (records == 0) {
+		printf("%s: not verified: no record in %s\n",
+		    aa.aa_files[aa.aa_nfiles - 1], aa.aa_nfiles == 1 ? "the file" :
+		    "any of the files");
+		goto out;
 	}
 	/*
 	 * Records cut off the end leave a valid chain: only an anchor taken
@@ -207,9 +217,11 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 			    aa.aa_files[aa.aa_nfiles - 1], head);
 			goto out;
 		}
-		printf("head %s found at seq %lld (%lld records after it)\n",
+		printf("ok: head %s found at seq %lld (%lld records after it)\n",
 		    head, c.ac_anchor_seq, c.ac_seq - c.ac_anchor_seq);
-	}
+	} else if (want_seq > 0)
+		printf("ok: the log reaches seq %lld (expected %lld)\n", c.ac_seq,
+		    want_seq);
 	rv = 0;
  out:
 	OPENSSL_cleanse(key, sizeof(key));
@@ -217,16 +229,46 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 	return rv;
 }
 
-/* query and summary share their parsing; summary takes only --json. */
+/*
+ * summary: whether the chain of the files verifies (key: --key-file's, or none).  0,
+ * or 1 after a warning on stderr that the counts include records the chain does
+ * not vouch for.  A file that cannot be read is the summary's own error.
+ */
+static int
+audit_summary_check(const struct audit_args *aa, const unsigned char *key,
+    size_t keylen)
+{
+	struct audit_file_result res;
+	struct audit_chain c;
+	long long bad;
+	char why[512];
+	int i;
+
+	audit_chain_init(&c, key, keylen);
+	for (i = 0; i < aa->aa_nfiles; i++) {
+		if (audit_verify_file(aa->aa_files[i], &c, &res, &bad, why,
+		    sizeof(why)) == 0 || bad == 0)
+			continue;
+		fprintf(stderr, "airlock: audit summary: warning: %s:%lld: %s; these "
+		    "counts include records the chain does not vouch for (see "
+		    "airlock audit verify)\n", aa->aa_files[i], bad, why);
+		return 1;
+	}
+	return 0;
+}
+
+/* query and summary share their parsing; summary takes --json and --key-file. */
 static int
 cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 {
+	unsigned char key[AUDIT_KEY_MAX];
 	struct audit_filter f = AUDIT_FILTER_INIT;
 	struct audit_args aa;
 	enum audit_event ev;
-	const char *v, *opt;
+	const char *v, *opt, *key_file = NULL;
 	char err[512];
-	int i, json = ctx->json, rv = 2;
+	int i, json = ctx->json, rv = 2, tampered = 0;
+	size_t keylen = 0;
 
 	if (audit_args_init(&aa, argc) == -1)
 		return 2;
@@ -238,6 +280,11 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 		}
 		if (opt[0] != '-' || opt[1] == '\0') {
 			aa.aa_files[aa.aa_nfiles++] = argv[i];
+			continue;
+		}
+		if (summary && strcmp(opt, "--key-file") == 0) {
+			if ((key_file = opt_value(argc, argv, &i)) == NULL)
+				goto out;
 			continue;
 		}
 		if (summary || (strcmp(opt, "--sandbox") != 0 &&
@@ -285,14 +332,22 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 	}
 	if (audit_files_default(ctx, &aa) == -1)
 		goto out;
+	if (key_file != NULL && audit_key_load(key_file, key, &keylen, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "airlock: %s\n", err);
+		goto out;
+	}
+	if (summary)
+		tampered = audit_summary_check(&aa, keylen > 0 ? key : NULL, keylen);
 	if ((summary ? audit_summary(aa.aa_files, aa.aa_nfiles, json, stdout,
 	    stderr, err, sizeof(err)) : audit_query(aa.aa_files, aa.aa_nfiles, &f,
 	    json, stdout, stderr, err, sizeof(err))) == -1) {
 		fprintf(stderr, "airlock: %s\n", err);
 		goto out;
 	}
-	rv = 0;
+	rv = tampered;
  out:
+	OPENSSL_cleanse(key, sizeof(key));
 	free(aa.aa_argv);
 	return rv;
 }
@@ -315,7 +370,7 @@ static const struct cli_sub audit_subs[] = {
 	{ "query", cmd_audit_query, "[--sandbox S] [--decision allow|deny] "
 	  "[--host H] [--event E]\n"
 	  "           [--since T] [--until T] [--json] [FILE...]" },
-	{ "summary", cmd_audit_summary, "[--json] [FILE...]" },
+	{ "summary", cmd_audit_summary, "[--key-file FILE] [--json] [FILE...]" },
 	{ NULL, NULL, NULL }
 };
 static const char *const audit_help[] = { "-h", "--help", NULL };

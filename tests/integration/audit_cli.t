@@ -41,6 +41,15 @@ has out "$log: ok, 6 records, seq 1..6, head $head" "verify: records, seq range,
 run audit verify --head "$head" --expect-seq 6 "$log"
 expect_rc 0 "verify --head/--expect-seq with the real head"
 has out "found at seq 6 (0 records after it)" "verify names where the anchor is"
+has out "$log: chain intact, 6 records" "... after a per-file line that waits for it"
+! grep -q ": ok," "$tmp/out"
+ok $? "... and no file is called ok before the anchor was checked"
+: >"$tmp/empty"
+run audit verify "$tmp/empty"
+expect_rc 1 "verify: an empty log is not verified"
+has out "not verified: no record in the file" "... and says so"
+run audit verify "$log" "$tmp/empty"
+expect_rc 0 "verify: an empty file after a good one (a fresh rotation) is fine"
 
 # verify: one byte changed (the status of record 2).
 sed '2s/"status":201/"status":200/' "$log" >"$tmp/t1"
@@ -67,6 +76,8 @@ expect_rc 1 "verify --head: the last record deleted is caught"
 has out "head $head not found" "... the head is not found"
 run audit verify --expect-seq 6 "$tmp/t4"
 expect_rc 1 "verify --expect-seq 6: the last record deleted is caught"
+! grep -q ": ok," "$tmp/out"
+ok $? "... without calling the file ok first"
 
 # Swapped, copied, hand-edited.
 { sed -n 1p "$log"; sed -n 3p "$log"; sed -n 2p "$log"; sed -n '4,$p' "$log"; } \
@@ -86,9 +97,6 @@ printf '{"ts":"2026-' >>"$tmp/t8"
 run audit verify "$tmp/t8"
 expect_rc 1 "verify: a torn last line"
 has out "$tmp/t8:7: torn last line" "... called torn"
-: >"$tmp/empty"
-run audit verify "$tmp/empty"
-expect_rc 0 "verify: an empty file"
 run audit verify "$tmp/missing"
 expect_rc 2 "verify: a missing file is a load error"
 
@@ -194,5 +202,9 @@ run audit summary "$rot.1" "$rot"
 has out "total: 6 records" "summary over rotated files"
 run audit summary "$tmp/missing"
 expect_rc 2 "summary: a missing file"
+run audit summary "$tmp/t1"
+expect_rc 1 "summary of a changed log: exit 1"
+has err "$tmp/t1:2: hash mismatch" "... warning where the chain breaks"
+has out "total: 6 records" "... after the summary itself"
 
 done_testing
