@@ -184,7 +184,34 @@ config_key_print(const char *key, char *buf, size_t len)
 	buf[o] = '\0';
 }
 
-/* Writes "FILE:LINE:COL: k1[.k2]: reason" into the caller's err.  Returns -1. */
+/*
+ * A document jansson refused, in the one format of configuration and policy errors
+ * (policies/policy_load.c says it the same way): "FILE: empty ...", "FILE:LINE:COL:
+ * duplicate key "K"", or "FILE:LINE:COL: invalid JSON: jansson's text".
+ */
+static void
+config_json_error(const json_error_t *e, const char *text, size_t len,
+    const char *path, char *err, size_t errlen)
+{
+	const char *near;
+	size_t i;
+
+	for (i = 0; i < len && strchr(" \t\r\n", text[i]) != NULL; i++)
+		;
+	if (i == len) {
+		snprintf(err, errlen, "%s: empty: a JSON object is expected", path);
+		return;
+	}
+	if (json_error_code(e) == json_error_duplicate_key &&
+	    (near = strstr(e->text, "near '")) != NULL)
+		snprintf(err, errlen, "%s:%d:%d: duplicate key %.*s", path, e->line,
+		    e->column, (int)strcspn(near + 6, "'"), near + 6);
+	else
+		snprintf(err, errlen, "%s:%d:%d: invalid JSON: %s", path, e->line,
+		    e->column > 0 ? e->column : 1, e->text);
+}
+
+/* Writes "FILE:LINE:COL: $.k1[.k2]: reason" into the caller's err.  Returns -1. */
 static int __attribute__((format(printf, 4, 5)))
 config_error(struct config_ctx *cc, const char *k1, const char *k2,
     const char *fmt, ...)
@@ -200,10 +227,10 @@ config_error(struct config_ctx *cc, const char *k1, const char *k2,
 	config_key_print(k2 != NULL ? k2 : "", key2, sizeof(key2));
 	if (cc->cc_text != NULL && config_pos(cc->cc_text, cc->cc_len, k1, k2,
 	    &line, &col) == 0)
-		snprintf(cc->cc_err, cc->cc_errlen, "%s:%d:%d: %s%s%s: %s",
+		snprintf(cc->cc_err, cc->cc_errlen, "%s:%d:%d: $.%s%s%s: %s",
 		    cc->cc_file, line, col, key1, k2 ? "." : "", key2, reason);
 	else
-		snprintf(cc->cc_err, cc->cc_errlen, "%s: %s%s%s: %s", cc->cc_file,
+		snprintf(cc->cc_err, cc->cc_errlen, "%s: $.%s%s%s: %s", cc->cc_file,
 		    key1, k2 ? "." : "", key2, reason);
 	return -1;
 }
@@ -410,7 +437,7 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 	int key;
 
 	if (!json_is_object(root)) {
-		snprintf(cc->cc_err, cc->cc_errlen, "%s:1:1: (top): must be a JSON "
+		snprintf(cc->cc_err, cc->cc_errlen, "%s:1:1: $: must be a JSON "
 		    "object", cc->cc_file);
 		return -1;
 	}
@@ -596,8 +623,7 @@ config_load(struct airlock_config *c, const char *path, const char *state_dir,
 		cc.cc_len = len;
 		if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES,
 		    &jerr)) == NULL) {
-			snprintf(err, errlen, "%s:%d:%d: json: %s", path,
-			    jerr.line, jerr.column, jerr.text);
+			config_json_error(&jerr, text, len, path, err, errlen);
 			goto out;
 		}
 		if (config_apply(&cc, &tmp, root) == -1)

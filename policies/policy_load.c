@@ -1318,6 +1318,8 @@ policy_load_buf(const char *buf, size_t len, const char *name,
 	json_error_t jerr;
 	json_t *root = NULL;
 	char text[sizeof(jerr.text) + 32], q[sizeof(jerr.text) + 16];
+	const char *near;
+	size_t i;
 
 	memset(&c, 0, sizeof(c));
 	c.name = name != NULL ? name : "(policy)";
@@ -1329,14 +1331,27 @@ policy_load_buf(const char *buf, size_t len, const char *name,
 	}
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
-		/* jansson quotes input bytes: keep its text, minus control bytes. */
+		/*
+		 * The one format of configuration and policy errors (lib/config.c
+		 * says it the same way): empty, a duplicate key named, or jansson's
+		 * text (it quotes input bytes: kept, minus control bytes).
+		 */
+		for (i = 0; i < len && strchr(" \t\r\n", buf[i]) != NULL; i++)
+			;
 		pl_quote(q, sizeof(q), jerr.text, strlen(jerr.text));
 		pl_unescape_quotes(q);
-		snprintf(text, sizeof(text), "%s: %s",
-		    json_error_code(&jerr) == json_error_duplicate_key ?
-		    "duplicate key" : "invalid JSON", q);
+		if (i == len) {
+			pl_add(&c, NULL, 0, 0, "empty: a JSON object is expected");
+			goto error;
+		}
+		if (json_error_code(&jerr) == json_error_duplicate_key &&
+		    (near = strstr(q, "near '")) != NULL)
+			snprintf(text, sizeof(text), "duplicate key %.*s",
+			    (int)strcspn(near + 6, "'"), near + 6);
+		else
+			snprintf(text, sizeof(text), "invalid JSON: %s", q);
 		pl_add(&c, NULL, jerr.line > 0 ? jerr.line : 0,
-		    jerr.line > 0 ? jerr.column : 0, text);
+		    jerr.line > 0 ? (jerr.column > 0 ? jerr.column : 1) : 0, text);
 		goto error;
 	}
 	c.buf = buf;

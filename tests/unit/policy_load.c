@@ -222,7 +222,8 @@ test_json_errors(void)
 	struct policy *p;
 
 	bad("{'policy':'a','rules':[]", NULL, "invalid JSON");
-	bad("", NULL, "invalid JSON");
+	bad("", NULL, "empty: a JSON object is expected");
+	bad(" \n\t", NULL, "empty: a JSON object is expected");
 	bad("{'policy':'a','rules':[],}", NULL, "invalid JSON");
 	bad("{'policy':'a','rules':[]} x", NULL, "invalid JSON");
 	bad("{'policy':'a\\u0000b','rules':[]}", NULL, "invalid JSON");
