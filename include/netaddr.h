@@ -39,6 +39,11 @@ int	netaddr_cidr_parse(const char *s, struct netaddr_cidr *out);
 
 /* 1 if a is inside c (an IPv4-embedding IPv6 address is matched as its IPv4 address). */
 int	netaddr_cidr_contains(const struct netaddr_cidr *c, const struct netaddr *a);
+/*
+ * 1 if any address of the block c is a floor address (never routable: loopback,
+ * link-local, metadata, multicast, ...), with *why the range's name; else 0.
+ */
+int	netaddr_cidr_floor(const struct netaddr_cidr *c, const char **why);
 
 /* Writes the canonical text form into buf (NETADDR_STRLEN bytes). Returns buf. */
 const char *netaddr_fmt(const struct netaddr *a, char *buf, size_t len);

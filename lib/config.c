@@ -297,15 +297,13 @@ config_port(struct config_ctx *cc, const char *k, const json_t *v, uint16_t *out
 	return 0;
 }
 
-/* An IPv4 pool: strict CIDR, /8../30, neither end in the floor. */
+/* An IPv4 pool: strict CIDR, /8../30, no address of it in the floor. */
 static int
 config_pool(struct config_ctx *cc, const char *k, const json_t *v,
     struct netaddr_cidr *out)
 {
 	struct netaddr_cidr c;
-	struct netaddr last;
 	const char *why;
-	uint32_t host;
 
 	if (!json_is_string(v))
 		return config_error(cc, k, NULL, "must be a string (an IPv4 CIDR)");
@@ -316,11 +314,7 @@ config_pool(struct config_ctx *cc, const char *k, const json_t *v,
 		return config_error(cc, k, NULL, "must be an IPv4 block");
 	if (c.nc_prefix < 8 || c.nc_prefix > 30)
 		return config_error(cc, k, NULL, "prefix must be /8../30");
-	last = c.nc_addr;
-	host = ntohl(last.na_u.v4.s_addr) | (0xffffffffu >> c.nc_prefix);
-	last.na_u.v4.s_addr = htonl(host);
-	if (netaddr_classify(&c.nc_addr, &why) == NETADDR_FLOOR ||
-	    netaddr_classify(&last, &why) == NETADDR_FLOOR)
+	if (netaddr_cidr_floor(&c, &why))
 		return config_error(cc, k, NULL, "overlaps a never-routable "
 		    "range (%s)", why);
 	*out = c;

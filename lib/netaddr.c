@@ -446,6 +446,41 @@ netaddr_classify_table(const struct netaddr *a, const struct netaddr_range *t,
 	return NETADDR_PUBLIC;
 }
 
+int
+netaddr_cidr_floor(const struct netaddr_cidr *c, const char **why)
+{
+	const struct netaddr_range *t;
+	const struct netaddr_cidr *r;
+	size_t i, n;
+
+	if (pthread_once(&netaddr_once, netaddr_tables_init) != 0 ||
+	    !netaddr_tables_ok) {
+		*why = "internal-error";
+		return 1;
+	}
+	t = c->nc_addr.na_family == AF_INET ? netaddr_ranges_v4 : netaddr_ranges_v6;
+	r = c->nc_addr.na_family == AF_INET ? netaddr_cidrs_v4 : netaddr_cidrs_v6;
+	n = c->nc_addr.na_family == AF_INET ? NETADDR_NV4 : NETADDR_NV6;
+	/*
+	 * Two CIDR blocks overlap exactly when one holds the other's first address:
+	 * a range holding c's first (named as the address would be), then a range
+	 * inside c.
+	 */
+	for (i = 0; i < n; i++)
+		if (t[i].nr_class == NETADDR_FLOOR &&
+		    netaddr_cidr_contains_plain(&r[i], &c->nc_addr)) {
+			*why = t[i].nr_why;
+			return 1;
+		}
+	for (i = 0; i < n; i++)
+		if (t[i].nr_class == NETADDR_FLOOR &&
+		    netaddr_cidr_contains_plain(c, &r[i].nc_addr)) {
+			*why = t[i].nr_why;
+			return 1;
+		}
+	return 0;
+}
+
 static enum netaddr_class
 netaddr_classify_v4(const struct netaddr *a, const char **why)
 {

@@ -91,6 +91,13 @@ static const struct bad_case bad_cases[] = {
 	    "1:2: $.address_pool: prefix must be /8../30" },
 	{ "{\"address_pool\": \"127.0.0.0/8\"}",
 	    "1:2: $.address_pool: overlaps a never-routable range (loopback)" },
+	/* A block whose ends are routable but that holds the floor inside. */
+	{ "{\"mapped_pool\": \"169.0.0.0/8\"}",
+	    "1:2: $.mapped_pool: overlaps a never-routable range (metadata)" },
+	{ "{\"address_pool\": \"100.64.0.0/10\"}",
+	    "1:2: $.address_pool: overlaps a never-routable range (metadata)" },
+	{ "{\"address_pool\": \"224.0.0.0/8\"}",
+	    "1:2: $.address_pool: overlaps a never-routable range (multicast)" },
 	{ "{\"mapped_pool\": \"169.254.0.0/16\"}",
 	    "1:2: $.mapped_pool: overlaps a never-routable range (link-local)" },
 	{ "{\"mapped_pool\": 5}", "1:2: $.mapped_pool: must be a string" },

@@ -423,10 +423,55 @@ test_sockaddr(void)
 	is_int(0, netaddr_equal(&a, &b), "v4 and mapped v6 are not equal");
 }
 
+/* netaddr_cidr_floor(): any address of a block in the floor, not only its ends. */
+static void
+test_cidr_floor(void)
+{
+	static const struct {
+		const char	*cidr;
+		const char	*why;	/* NULL: clear of the floor */
+	} cases[] = {
+		{ "169.0.0.0/8", "metadata" },		/* ends routable, floor inside */
+		{ "169.254.0.0/16", "link-local" },	/* named as its first address */
+		{ "169.254.169.254/32", "metadata" },
+		{ "100.64.0.0/10", "metadata" },	/* 100.100.100.200 inside */
+		{ "127.0.0.0/8", "loopback" },
+		{ "224.0.0.0/8", "multicast" },
+		{ "0.0.0.0/8", "unspecified" },
+		{ "fe00::/7", "link-local" },		/* fe80::/10 inside */
+		{ "fd00:ec2::/32", "metadata" },
+		{ "10.0.0.0/8", NULL },			/* positive controls */
+		{ "198.18.0.0/15", NULL },
+		{ "10.233.0.0/16", NULL },
+		{ "168.0.0.0/8", "metadata" },		/* 168.63.129.16 (Azure) */
+		{ "2001:db8::/32", NULL },
+	};
+	struct netaddr_cidr c;
+	const char *why;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (netaddr_cidr_parse(cases[i].cidr, &c) == -1) {
+			ok(0, "%s parses", cases[i].cidr);
+			continue;
+		}
+		why = NULL;
+		rc = netaddr_cidr_floor(&c, &why);
+		if (cases[i].why == NULL)
+			is_int(0, rc, "%s: clear of the floor", cases[i].cidr);
+		else
+			ok(rc == 1 && why != NULL && strcmp(why, cases[i].why) == 0,
+			    "%s: in the floor (%s; got %s)", cases[i].cidr,
+			    cases[i].why, rc ? why : "none");
+	}
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_cidr_floor();
 	test_parse();
 	test_classify();
 	test_cidr();
