@@ -12,6 +12,9 @@
 #   make fuzz-long  long fuzzing runs that add up (tests/fuzz/RESULTS.md)
 #   make guest      the default VM image (build/guest: kernel + initramfs)
 #   make deps       install the Debian packages the build, tests and demo need
+#   make install    [PREFIX=/usr/local] [DESTDIR=]: binaries, the configuration (kept
+#                   when there is one), policies, the guest image, the systemd unit
+#                   and tmpfiles; make uninstall removes them (a changed config stays)
 
 CC	?= gcc
 SAN	?= 0
@@ -174,10 +177,46 @@ $(O)/bench/idleconn: $(O)/bench/idleconn.o
 deps:
 	@sh .ci/deps.sh
 
+# Installation.  The configuration is installed only where there is none (an
+# operator's file is never overwritten) and removed only while it is the shipped one.
+PREFIX	?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR	?= /lib/systemd/system
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
+SHAREDIR = $(PREFIX)/share/airlock
+DOCDIR	= $(PREFIX)/share/doc/airlock
+install: all guest
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
+	    $(DESTDIR)$(SHAREDIR)/policies $(DESTDIR)$(SHAREDIR)/guest \
+	    $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(SYSCONFDIR)/airlock \
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(TMPFILESDIR)
+	install -m 0755 $(O)/airlock $(DESTDIR)$(PREFIX)/bin/airlock
+	install -m 0755 $(O)/airlockd $(DESTDIR)$(PREFIX)/sbin/airlockd
+	install -m 0644 policies/*.json policies/SCHEMA.md $(DESTDIR)$(SHAREDIR)/policies/
+	install -m 0644 $(O)/guest/vmlinux $(O)/guest/initrd.cpio $(O)/guest/VERSION \
+	    $(DESTDIR)$(SHAREDIR)/guest/
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json ] || \
+	    install -m 0644 etc/airlock.json $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+	    etc/airlockd.service >$(DESTDIR)$(UNITDIR)/airlockd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/airlockd.service
+	install -m 0644 etc/airlock.tmpfiles $(DESTDIR)$(TMPFILESDIR)/airlock.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/airlock $(DESTDIR)$(PREFIX)/sbin/airlockd \
+	    $(DESTDIR)$(UNITDIR)/airlockd.service $(DESTDIR)$(TMPFILESDIR)/airlock.conf
+	rm -rf $(DESTDIR)$(SHAREDIR) $(DESTDIR)$(DOCDIR)
+	if cmp -s etc/airlock.json $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json; then \
+	    rm -f $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json; \
+	    rmdir $(DESTDIR)$(SYSCONFDIR)/airlock 2>/dev/null || true; \
+	fi
+
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench
+.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench install uninstall
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

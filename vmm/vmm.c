@@ -124,13 +124,15 @@ vmm_file_write(const char *path, const void *data, size_t len, mode_t mode,
 
 /*
  * The folder of the default guest image: $AIRLOCK_GUEST_DIR, else "guest" beside
- * the airlock binary (`make guest` builds build/guest next to build/airlock).
+ * the airlock binary (`make guest` builds build/guest next to build/airlock), else
+ * ../share/airlock/guest from it (where `make install` puts it: PREFIX/bin/airlock).
  */
 static int
 vmm_guest_dir(char *buf, size_t len)
 {
 	const char *e = getenv("AIRLOCK_GUEST_DIR");
 	char exe[PATH_MAX], *slash;
+	struct stat st;
 	ssize_t n;
 
 	if (e != NULL && e[0] != '\0')
@@ -141,7 +143,12 @@ vmm_guest_dir(char *buf, size_t len)
 	if ((slash = strrchr(exe, '/')) == NULL)
 		return -1;
 	*slash = '\0';
-	return snprintf(buf, len, "%s/guest", exe) >= (int)len ? -1 : 0;
+	if (snprintf(buf, len, "%s/guest", exe) >= (int)len)
+		return -1;
+	if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return snprintf(buf, len, "%s/../share/airlock/guest", exe) >= (int)len ?
+	    -1 : 0;
 }
 
 /* Sleeps ms milliseconds. */

@@ -6,6 +6,7 @@
 #	plan N			# "1..N" up front (or done_testing at the end)
 #	ok STATUS DESC		# "ok N - DESC" when STATUS is 0, else "not ok N - DESC"
 #	pass DESC / fail DESC	# ok 0 DESC / ok 1 DESC
+#	skip REASON [N]		# N checks (default 1) reported skipped
 #	check DESC CMD...	# passes when CMD succeeds
 #	fails DESC CMD...	# passes when CMD fails
 #	is GOT WANT DESC	# string equality; got/want as diagnostics on failure
@@ -27,6 +28,16 @@ ok() {
 		echo "not ok $n - $2"
 		failed=$((failed + 1))
 	fi
+}
+
+# skip REASON [N]: N (default 1) checks skipped, each reported "ok N # SKIP REASON".
+skip() {
+	_tap_k=0
+	while [ "$_tap_k" -lt "${2:-1}" ]; do
+		n=$((n + 1))
+		echo "ok $n # SKIP $1"
+		_tap_k=$((_tap_k + 1))
+	done
 }
 
 pass() {

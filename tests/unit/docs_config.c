@@ -4,7 +4,8 @@
  * config_load() accepts (config_key_name(), which reads the loader's own tables) is in
  * the reference's "Keys" table, and every key there is accepted; each key's documented
  * default, loaded on its own, gives exactly config_defaults(); an undocumented key is
- * refused; the example file loads and names every key.
+ * refused; the example file loads and names every key; and etc/airlock.json (what
+ * `make install` installs) names every key, each at its default.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,42 @@ example_get(json_t *root, const char *key)
 	return json_object_get(json_object_get(root, top), dot + 1);
 }
 
+/*
+ * etc/airlock.json, the file `make install` puts at /etc/airlock/airlock.json: it
+ * names every key and each at its default (it loads into exactly config_defaults()).
+ */
+static void
+test_installed(const char *top)
+{
+	struct airlock_config c, d;
+	char path[1024], buf[128], err[512], *text = NULL;
+	json_t *root;
+	size_t i, n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/etc/airlock.json", top);
+	if ((f = fopen(path, "re")) != NULL) {
+		text = calloc(1, 65536);
+		n = text != NULL ? fread(text, 1, 65535, f) : 0;
+		if (text != NULL)
+			text[n] = '\0';
+		fclose(f);
+	}
+	if (!ok(text != NULL, "read %s", path))
+		return;
+	if (!ok(load(text, &c, err, sizeof(err)) == 0, "the installed file loads"))
+		diag("%s", err);
+	config_defaults(&d);
+	ok(memcmp(&c, &d, sizeof(c)) == 0,
+	    "... to exactly the defaults (every key at its default)");
+	root = json_loads(text, 0, NULL);
+	for (i = 0; config_key_name(i, buf, sizeof(buf)) == 0; i++)
+		ok(root != NULL && example_get(root, buf) != NULL,
+		    "the installed file sets %s", buf);
+	json_decref(root);
+	free(text);
+}
+
 int
 main(void)
 {
@@ -247,6 +284,8 @@ main(void)
 			    "the example sets %s", buf);
 		json_decref(root);
 	}
+
+	test_installed(top != NULL ? top : ".");
 
 	for (i = 0; i < ndoc; i++) {
 		free(doc[i].dk_name);

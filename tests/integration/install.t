@@ -1,0 +1,122 @@
+#!/bin/bash
+# tests/integration/install.t: make install and make uninstall.  Into a DESTDIR with
+# PREFIX=/usr (the layout a package would have), then into a prefix of its own so
+# that the installed unit names a binary that exists: systemd-analyze verify checks
+# the unit, and the installed airlockd is started exactly as the unit's ExecStart
+# says (these machines do not run systemd as PID 1), its configuration the shipped
+# one with only the paths moved into the test's folder (AIRLOCK_CONFIG).  Then
+# ExecReload's SIGHUP, a stop, and make uninstall, which keeps a changed
+# configuration.  As root airlockd runs in a network namespace of its own.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/lib/tap.sh"
+B=${AIRLOCK_BUILD:-$top/build}
+SAN=0
+[ "$(basename "$B")" = build-san ] && SAN=1
+if [ ! -x "$B/airlock" ] || [ ! -x "$B/airlockd" ] || [ ! -f "$B/guest/vmlinux" ]; then
+	echo "1..0 # SKIP not built (make all guest)"
+	exit 0
+fi
+T=$(mktemp -d /tmp/airlock-install.XXXXXX) || exit 1
+chmod 755 "$T"
+DPID=""
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+mk() { make -s -C "$top" SAN=$SAN "$@" >>"$T/make.log" 2>&1; }
+
+# --- a package's layout: DESTDIR, PREFIX=/usr --------------------------------------
+D=$T/dest
+mk install DESTDIR="$D" PREFIX=/usr
+ok $? "make install DESTDIR=... PREFIX=/usr"
+for f in usr/bin/airlock usr/sbin/airlockd etc/airlock/airlock.json \
+    usr/share/airlock/policies/coding-agent.json usr/share/airlock/policies/SCHEMA.md \
+    usr/share/airlock/guest/vmlinux usr/share/airlock/guest/initrd.cpio \
+    usr/share/doc/airlock/README.md usr/share/doc/airlock/docs/CONFIGURATION.md \
+    lib/systemd/system/airlockd.service usr/lib/tmpfiles.d/airlock.conf; do
+	[ -f "$D/$f" ]
+	ok $? "installed /$f"
+done
+is "$(stat -c %a "$D/usr/sbin/airlockd")" 755 "airlockd is 0755"
+is "$(stat -c %a "$D/etc/airlock/airlock.json")" 644 "the configuration is 0644"
+grep -q '^ExecStart=/usr/sbin/airlockd --foreground$' "$D/lib/systemd/system/airlockd.service"
+ok $? "the unit starts /usr/sbin/airlockd"
+grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$D/lib/systemd/system/airlockd.service"
+ok $? "... and reloads with SIGHUP"
+! grep -q '@' "$D/lib/systemd/system/airlockd.service"
+ok $? "... with every @VAR@ filled in"
+grep -q '^d /run/airlock ' "$D/usr/lib/tmpfiles.d/airlock.conf"
+ok $? "tmpfiles makes /run/airlock"
+is "$("$D/usr/bin/airlock" --version)" "$("$B/airlock" --version)" "the installed airlock runs"
+"$D/usr/sbin/airlockd" --version >/dev/null
+ok $? "the installed airlockd runs"
+# An operator's configuration is never overwritten.
+echo '{ "workers": 2 }' >"$D/etc/airlock/airlock.json"
+mk install DESTDIR="$D" PREFIX=/usr
+is "$(cat "$D/etc/airlock/airlock.json")" '{ "workers": 2 }' \
+    "make install again keeps a changed configuration"
+mk uninstall DESTDIR="$D" PREFIX=/usr
+ok $? "make uninstall"
+left=$(cd "$D" && find . -type f | sort | tr '\n' ' ')
+is "$left" "./etc/airlock/airlock.json " "... removes all but the changed configuration"
+
+# --- a prefix of its own: the unit verified, airlockd started as it says -----------
+P=$T/pfx
+mk install PREFIX="$P/usr" SYSCONFDIR="$P/etc" UNITDIR="$P/unit" TMPFILESDIR="$P/tmpfiles"
+ok $? "make install PREFIX=$P/usr"
+U=$P/unit/airlockd.service
+if command -v systemd-analyze >/dev/null; then
+	systemd-analyze verify "$U" >"$T/verify.out" 2>&1
+	ok $? "systemd-analyze verify accepts the unit ($(head -c 200 "$T/verify.out"))"
+	sed 's|^ExecStart=.*|ExecStart=/nonexistent/airlockd|' "$U" >"$T/broken.service"
+	! systemd-analyze verify "$T/broken.service" >/dev/null 2>&1
+	ok $? "... and refuses one whose ExecStart does not exist (positive control)"
+else
+	skip "systemd-analyze not installed" 2
+fi
+mkdir -p "$T/state/sandboxes" "$T/run"
+chmod 700 "$T/state" "$T/state/sandboxes"
+sed -e "s|\"/var/lib/airlock\"|\"$T/state\"|" \
+    -e "s|\"/run/airlock/control.sock\"|\"$T/run/control.sock\"|" \
+    -e "s|\"/var/log/airlock/audit.jsonl\"|\"$T/audit.jsonl\"|" \
+    "$P/etc/airlock/airlock.json" >"$T/airlock.json"
+[ "$(id -u)" = 0 ] || sed -i 's|"proxy_port": 15001|"proxy_port": 35001|;
+    s|"dns_port": 15053|"dns_port": 35053|' "$T/airlock.json"
+AIRLOCK_CONFIG=$T/airlock.json "$P/usr/sbin/airlockd" -n >"$T/n.out" 2>&1
+ok $? "the installed airlockd -n accepts the shipped configuration ($(tail -1 "$T/n.out"))"
+cmd=$(sed -n 's/^ExecStart=//p' "$U")
+# shellcheck disable=SC2086
+if [ "$(id -u)" = 0 ]; then
+	AIRLOCK_CONFIG=$T/airlock.json unshare -n sh -c 'ip link set lo up && exec "$@"' \
+	    sh $cmd >"$T/daemon.log" 2>&1 &
+else
+	AIRLOCK_CONFIG=$T/airlock.json $cmd >"$T/daemon.log" 2>&1 &
+fi
+DPID=$!
+up=1
+for i in $(seq 100); do
+	AIRLOCK_CONFIG=$T/airlock.json "$P/usr/bin/airlock" stats >/dev/null 2>&1 &&
+	    { up=0; break; }
+	kill -0 "$DPID" 2>/dev/null || break
+	sleep 0.1
+done
+ok $up "airlockd started as the unit's ExecStart ($cmd) serves"
+[ $up = 0 ] || sed 's/^/# /' "$T/daemon.log"
+kill -HUP "$DPID"
+for i in $(seq 50); do
+	grep -q 'SIGHUP: reopening the audit log, reloading' "$T/daemon.log" && break
+	sleep 0.1
+done
+grep -q 'SIGHUP: reopening the audit log, reloading' "$T/daemon.log"
+ok $? "ExecReload's SIGHUP reloads"
+kill "$DPID"
+wait "$DPID"
+is "$?" 0 "SIGTERM (systemctl stop) ends it with status 0"
+DPID=""
+mk uninstall PREFIX="$P/usr" SYSCONFDIR="$P/etc" UNITDIR="$P/unit" TMPFILESDIR="$P/tmpfiles"
+is "$(find "$P" -type f | wc -l)" 0 "make uninstall leaves no file (the configuration was the shipped one)"
+
+done_testing
