@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config perl
 libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
 libpsl-dev publicsuffix libnghttp2-dev libseccomp-dev
-nghttp2-client python3-h2 python3-grpcio gdb
+nghttp2-client python3-h2 python3-grpcio gdb prometheus
 clang libclang-rt-14-dev
 iproute2 nftables curl openssl bind9-dnsutils wrk
 qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4

@@ -51,6 +51,9 @@ struct audit_log {
 	int		 lg_err_sync;	/* lg_err came from fdatasync: it stays */
 	struct audit_agg_table *lg_agg;	/* denial aggregates */
 	long long	 lg_agg_lost;	/* denials with no slot (set full, disk failing) */
+	/* atomic, for metrics (audit_counts()) */
+	long long	 lg_n_errors;	/* failed writes and syncs */
+	long long	 lg_n_suppressed;	/* denials counted into an aggregate */
 	/* Group commit (lg_sync_mtx; taken without lg_mtx held, or after it). */
 	pthread_mutex_t	 lg_sync_mtx;
 	pthread_cond_t	 lg_sync_cv;
@@ -797,6 +800,7 @@ record_needs_fsync(const struct audit_log *log, const struct audit_record *r)
 static void
 log_fail(struct audit_log *log, int err, int from_sync)
 {
+	__atomic_fetch_add(&log->lg_n_errors, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&log->lg_err, err, __ATOMIC_RELAXED);
 	if (from_sync)
 		log->lg_err_sync = 1;
@@ -983,6 +987,7 @@ log_append_agg(struct audit_log *log, const struct audit_record *r, long long ts
 	}
 	if (s->as_sec == sec) {
 		s->as_pending++;
+		__atomic_fetch_add(&log->lg_n_suppressed, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	s->as_sec = sec;
@@ -1167,6 +1172,17 @@ audit_flush(struct audit_log *log, int all)
 	if (seq > 0 && log->lg_fsync != AUDIT_FSYNC_NEVER && log_sync(log, seq) == -1)
 		rv = -1;
 	return rv;
+}
+
+void
+audit_counts(struct audit_log *log, struct audit_counts *out)
+{
+	char head[AUDIT_HASH_HEX + 1];
+
+	out->ac_seq = audit_head(log, head);
+	out->ac_errors = __atomic_load_n(&log->lg_n_errors, __ATOMIC_RELAXED);
+	out->ac_suppressed = __atomic_load_n(&log->lg_n_suppressed,
+	    __ATOMIC_RELAXED);
 }
 
 int

@@ -75,6 +75,7 @@ extern const struct cli_group cli_audit_group;
 /* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */
 int	cmd_reload(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_stats(const struct cli_ctx *ctx, int argc, char **argv);
+int	cmd_metrics(const struct cli_ctx *ctx, int argc, char **argv);
 
 /* cmd_sandbox.c: airlock sandbox create|destroy|ls */
 extern const struct cli_group cli_sandbox_group;

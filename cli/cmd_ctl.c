@@ -193,3 +193,31 @@ cmd_stats(const struct cli_ctx *ctx, int argc, char **argv)
 	free(raw);
 	return 0;
 }
+
+/* airlock metrics: airlockd's Prometheus text, as its HTTP endpoint serves it. */
+int
+cmd_metrics(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	json_t *reply, *t;
+	char *raw;
+	int json, rc;
+
+	if (cmd_ctl_args(ctx, argc, argv, &json) == -1)
+		return 2;
+	reply = cmd_ctl_request(ctx, "metrics", "{\"cmd\":\"metrics\"}",
+	    CONTROL_TIMEOUT_MS, &raw, &rc);
+	if (reply == NULL)
+		return rc;
+	rc = 0;
+	if (json)
+		printf("%s\n", raw);
+	else if (json_is_string(t = json_object_get(reply, "text")))
+		fputs(json_string_value(t), stdout);
+	else {
+		fprintf(stderr, "airlock: metrics: airlockd sent no text\n");
+		rc = 1;
+	}
+	json_decref(reply);
+	free(raw);
+	return rc;
+}

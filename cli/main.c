@@ -35,6 +35,7 @@ static const struct cli_cmd {
 	  "audit verify FILE | audit query FILE [filters] [--json] | audit summary FILE" },
 	{ "reload", NULL, cmd_reload, "reload [--json]" },
 	{ "stats", NULL, cmd_stats, "stats [--json]" },
+	{ "metrics", NULL, cmd_metrics, "metrics [--json]" },
 	{ "sandbox", &cli_sandbox_group, NULL, NULL },
 	{ "net", &cli_net_group, NULL, NULL },
 	{ "vm", &cli_vm_group, NULL, NULL },

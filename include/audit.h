@@ -187,6 +187,13 @@ int	audit_flush(struct audit_log *log, int all);
  * ...) until a write succeeds again; a failed fdatasync() stays for good.
  */
 int	audit_error(struct audit_log *log);
+/* What the log has done since it was opened, for metrics. */
+struct audit_counts {
+	long long	ac_seq;		/* the chain's last seq (records written) */
+	long long	ac_errors;	/* writes or syncs that failed */
+	long long	ac_suppressed;	/* denials counted into an aggregate */
+};
+void	audit_counts(struct audit_log *log, struct audit_counts *out);
 /*
  * After the file was renamed away (logrotate), opens path anew and continues the
  * chain there.  Refuses (-1, err) if what is on disk does not end where this log's

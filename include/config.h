@@ -42,6 +42,9 @@ struct airlock_config {
 							/* keyed with it */
 	char		libvirt_uri[256];		/* qemu:///system */
 	char		user[64];			/* "airlock": airlockd drops to it */
+	int		metrics_on;			/* metrics_listen: null (0) */
+	struct netaddr	metrics_addr;			/* a loopback address */
+	uint16_t	metrics_port;
 };
 
 /* Fills every field with its default. */

@@ -33,6 +33,7 @@ struct netctl_params {
 	uint16_t	np_proxy_port;
 	uint16_t	np_dns_port;
 	uid_t		np_airlockd_uid;	/* the output floor rule matches it */
+	uint16_t	np_metrics_port;	/* metrics_listen's port, or 0 */
 };
 
 /*

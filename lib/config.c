@@ -49,6 +49,7 @@ enum config_key {
 	CK_AUDIT,
 	CK_LIBVIRT_URI,
 	CK_USER,
+	CK_METRICS_LISTEN,
 };
 
 static const struct strtab config_keys[] = {
@@ -63,6 +64,7 @@ static const struct strtab config_keys[] = {
 	{ "audit", CK_AUDIT },
 	{ "libvirt_uri", CK_LIBVIRT_URI },
 	{ "user", CK_USER },
+	{ "metrics_listen", CK_METRICS_LISTEN },
 	{ NULL, 0 }
 };
 
@@ -321,6 +323,56 @@ config_pool(struct config_ctx *cc, const char *k, const json_t *v,
 	return 0;
 }
 
+/*
+ * metrics_listen: null (none), or "ADDR:PORT" on a loopback address ("127.0.0.1:9345",
+ * "[::1]:9345"): never an address a VM could reach.
+ */
+static int
+config_metrics(struct config_ctx *cc, const char *k, const json_t *v,
+    struct airlock_config *c)
+{
+	char host[64];
+	const char *s, *colon, *why;
+	struct netaddr a;
+	unsigned long port;
+	char *end;
+	size_t hl;
+
+	if (json_is_null(v)) {
+		c->metrics_on = 0;
+		return 0;
+	}
+	if (!json_is_string(v))
+		return config_error(cc, k, NULL, "must be null or a string "
+		    "(\"127.0.0.1:PORT\")");
+	s = json_string_value(v);
+	if ((colon = strrchr(s, ':')) == NULL)
+		return config_error(cc, k, NULL, "not ADDR:PORT");
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return config_error(cc, k, NULL, "not ADDR:PORT");
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (netaddr_parse(host, &a) == -1 || colon[1] == '\0' || *end != '\0' ||
+	    errno != 0 || port < 1 || port > 65535)
+		return config_error(cc, k, NULL, "not ADDR:PORT (an IP address and "
+		    "a port 1..65535)");
+	if (netaddr_classify(&a, &why) != NETADDR_FLOOR ||
+	    strcmp(why, "loopback") != 0)
+		return config_error(cc, k, NULL, "must be a loopback address "
+		    "(127.0.0.0/8 or ::1): metrics are for the host only");
+	c->metrics_on = 1;
+	c->metrics_addr = a;
+	c->metrics_port = (uint16_t)port;
+	return 0;
+}
+
 static int
 config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 {
@@ -497,6 +549,10 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 			break;
 		case CK_USER:
 			if (config_user(cc, v, c->user, sizeof(c->user)) == -1)
+				return -1;
+			break;
+		case CK_METRICS_LISTEN:
+			if (config_metrics(cc, k, v, c) == -1)
 				return -1;
 			break;
 		}

@@ -34,6 +34,7 @@ netctl_params_from_config(const struct airlock_config *cfg,
 	memset(p, 0, sizeof(*p));
 	p->np_proxy_port = cfg->proxy_port;
 	p->np_dns_port = cfg->dns_port;
+	p->np_metrics_port = cfg->metrics_on ? cfg->metrics_port : 0;
 	if (p->np_proxy_port == 0 || p->np_dns_port == 0 ||
 	    p->np_proxy_port == p->np_dns_port) {
 		snprintf(err, errlen, "proxy_port and dns_port must be two "

@@ -42,13 +42,16 @@
  *	sandbox A can never reach sandbox B nor the outside directly.
  *   output (filter) -> airlockd_out: airlockd's own sockets (meta skuid) may not reach
  *	the floor (floor4/floor6 and any local address), defence in depth beneath the
- *	proxy's checks; the host's stub resolver on 127/8 port 53 is the one exception
- *	because upstream names are resolved the way the host resolves them.
+ *	proxy's checks; the host's stub resolver on 127/8 port 53 is one exception
+ *	because upstream names are resolved the way the host resolves them, and, with
+ *	metrics_listen, the answers of that loopback listener (tcp sport, ct state
+ *	established) the other.
  */
 #include <arpa/inet.h>
 #include <net/if_arp.h>
 #include <netinet/in.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter_ipv4.h>
@@ -448,6 +451,44 @@ nc_dport_is(struct nc_rb *b, uint16_t port)
 
 	nc_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1);
 	nc_cmp(b, NFT_REG_1, &nport, sizeof(nport));
+}
+
+/* th sport == port (after an l4proto match) */
+static void
+nc_sport_is(struct nc_rb *b, uint16_t port)
+{
+	uint16_t nport = htons(port);
+
+	nc_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 2, NFT_REG_1);
+	nc_cmp(b, NFT_REG_1, &nport, sizeof(nport));
+}
+
+/* ct state established: the state's bit in register 1, then != 0 */
+static void
+nc_ct_established(struct nc_rb *b)
+{
+	struct nftnl_expr *e;
+	uint32_t mask = NF_CT_STATE_BIT(IP_CT_ESTABLISHED), zero = 0;
+
+	if ((e = nftnl_expr_alloc("ct")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+	}
+	nc_rb_expr(b, e);
+	if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, sizeof(mask));
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, sizeof(mask));
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, sizeof(zero));
+	}
+	nc_rb_expr(b, e);
+	if ((e = nftnl_expr_alloc("cmp")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, NFT_CMP_NEQ);
+		nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, &zero, sizeof(zero));
+	}
+	nc_rb_expr(b, e);
 }
 
 /* "iifname . <payload> @set": ifname in register 1 (16 bytes), the field in 2. */
@@ -885,6 +926,20 @@ nc_model_inet(struct nc_model *m, const struct netctl_params *p)
 	nc_verdict(&b, NFT_JUMP, "airlockd_out");
 	if (nc_rb_end(m, &b, "sockets of airlockd's user") == -1)
 		return -1;
+	/*
+	 * metrics_listen (a loopback address only): the answers of its listener to a
+	 * scraper on the host.  Established connections only, and only from that
+	 * port: airlockd opens none of its own from it (its filter has no bind).
+	 */
+	if (p->np_metrics_port != 0) {
+		b = nc_rb_begin(f, "airlockd_out");
+		nc_meta_is(&b, NFT_META_L4PROTO, IPPROTO_TCP);
+		nc_sport_is(&b, p->np_metrics_port);
+		nc_ct_established(&b);
+		nc_verdict(&b, NF_ACCEPT, NULL);
+		if (nc_rb_end(m, &b, "the metrics listener's answers") == -1)
+			return -1;
+	}
 	b = nc_rb_begin(f, "airlockd_out");
 	nc_meta_is(&b, NFT_META_NFPROTO, NFPROTO_IPV4);
 	nc_payload(&b, NFT_PAYLOAD_NETWORK_HEADER, 16, 1, NFT_REG_1);

@@ -93,6 +93,7 @@
 #include "proxy_keyd.h"
 #include "proxy_netwatch.h"
 #include "proxy_keys.h"
+#include "proxy_metrics.h"
 #include "proxy_proc.h"
 #include "proxy_supervise.h"
 #include "vault.h"
@@ -409,7 +410,7 @@ proxy_worker(void *warg, int ready_fd)
 	    (udp_fd = proxy_bind(SOCK_DGRAM, proxy_cfg.dns_port, "dns port (udp)",
 	    err, sizeof(err))) == -1 ||
 	    (tcp_fd = proxy_bind(SOCK_STREAM, proxy_cfg.dns_port, "dns port (tcp)",
-	    err, sizeof(err))) == -1) {
+	    err, sizeof(err))) == -1 || proxy_metrics_bind(err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		goto out;
 	}
@@ -467,6 +468,10 @@ proxy_worker(void *warg, int ready_fd)
 		goto out;
 	}
 	ctl_fd = -1;	/* transferred */
+	if (proxy_metrics_serve(base) == -1) {
+		log_warnx("metrics_listen: cannot serve it");
+		goto out;
+	}
 	if (proxy_netwatch_listen(base) == -1) {
 		log_warnx("netwatch: cannot listen to it");
 		goto out;
@@ -538,6 +543,7 @@ proxy_worker(void *warg, int ready_fd)
 	if (ev_audit != NULL)
 		event_free(ev_audit);
 	proxy_ctl_free(ctl);
+	proxy_metrics_stop();
 	proxy_threads_stop();
 	proxy_netwatch_stop();
 	if (base != NULL)

@@ -134,6 +134,8 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	}
 	r.ar_ms = proxy_conn_ms(c);
 	r.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
+	if (reason != NULL && c->pc_sandbox != NULL)
+		proxy_sb_stats_denial(&c->pc_sandbox->ps_stats, reason);
 	if (proxy_audit() != NULL && audit_write_nowait(proxy_audit(), &r,
 	    &seq) == -1)
 		log_warn("audit write (connection %llu)",

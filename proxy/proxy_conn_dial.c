@@ -105,6 +105,8 @@ proxy_conn_dial_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
+	if (what & BEV_EVENT_CONNECTED)
+		proxy_hist_since(PH_DIAL, c->pc_dial_t0);
 	c->pc_mode->pm_server_event(c, what);
 }
 
@@ -140,6 +142,7 @@ proxy_conn_connect(struct proxy_conn *c)
 	sin.sin_addr = c->pc_upstream.na_u.v4;
 	sin.sin_port = htons(port);
 	bufferevent_setcb(c->pc_server, NULL, NULL, proxy_conn_dial_event, c);
+	c->pc_dial_t0 = proxy_stats_now_us();
 	if (bufferevent_socket_connect(c->pc_server, (struct sockaddr *)&sin,
 	    sizeof(sin)) == -1) {
 		/* An immediate failure also reaches proxy_conn_dial_event only for

@@ -388,6 +388,7 @@ proxy_splice_scan(struct proxy_conn *c)
 	if ((buf = evbuffer_pullup(in, (ev_ssize_t)len)) != NULL &&
 	    k->pk_nsecrets > 0 && scan_find(k->pk_ph_set, buf, len, &m)) {
 		found = 1;
+		proxy_sb_stats_exfil(&c->pc_sandbox->ps_stats);
 		r.ar_event = AUDIT_EV_EXFIL;
 		r.ar_sandbox = c->pc_sandbox->ps_rec.sb_name;
 		r.ar_src = proxy_conn_addrport(&c->pc_src, c->pc_sport, src,

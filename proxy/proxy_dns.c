@@ -141,8 +141,11 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	s = dns_sb_of(ps);
 
 	if (!proxy_dns_sb_admit(s, srcs)) {
-		if (ps != NULL)
+		if (ps != NULL) {
 			proxy_sandbox_count(ps, PROXY_STAT_DNS_DENIED, 1);
+			proxy_sb_stats_dns(&ps->ps_stats, PROXY_DNS_DROP);
+			proxy_sb_stats_denial(&ps->ps_stats, PR_STR(RATE_LIMITED));
+		}
 		goto out;
 	}
 
@@ -165,8 +168,12 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	rec.dr_would_deny = res.dr_would_deny;
 	if (res.dr_outcome == PROXY_DNS_ANSWER)
 		netaddr_fmt(&res.dr_addr, rec.dr_answer, sizeof(rec.dr_answer));
-	if (ps != NULL && proxy_dns_outcome_is_deny(res.dr_outcome))
+	if (ps != NULL && proxy_dns_outcome_is_deny(res.dr_outcome)) {
 		proxy_sandbox_count(ps, PROXY_STAT_DNS_DENIED, 1);
+		proxy_sb_stats_denial(&ps->ps_stats, res.dr_reason);
+	}
+	if (ps != NULL)
+		proxy_sb_stats_dns(&ps->ps_stats, (unsigned int)res.dr_outcome);
 
 	/* Returns once what must be on disk before the answer is. */
 	proxy_dns_sb_note(s, &rec);

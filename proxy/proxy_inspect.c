@@ -147,6 +147,7 @@ struct proxy_inspect {
 	struct event		*pi_timer;	/* handshake deadline, then idle */
 	int			 pi_client_up;
 	int			 pi_server_up;
+	uint64_t		 pi_hs_t0;	/* the VM's handshake began */
 	int			 pi_h2_wait;	/* the VM offered h2: its handshake
 						   waits for the upstream's */
 	const char		*pi_fail;	/* upstream refused: reason code */
@@ -1015,6 +1016,7 @@ pi_client_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		pi->pi_client_up = 1;
+		proxy_hist_since(PH_HANDSHAKE, pi->pi_hs_t0);
 		pi_run(c);
 		return;
 	}
@@ -1204,6 +1206,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}
+	pi->pi_hs_t0 = proxy_stats_now_us();
 	c->pc_state = PC_INSPECT;
 	if (c->pc_proto == POLICY_PROTO_HTTP && pi->pi_keys != NULL) {
 		/* Plain HTTP: the same request checks, no TLS on either side. */

@@ -172,6 +172,7 @@ struct proxy_conn {
 	struct policy_limits	 pc_limits;	/* copied at decision and recheck */
 
 	struct timeval		 pc_start;
+	uint64_t		 pc_dial_t0;	/* proxy_stats_now_us() at connect */
 	struct timeval		 pc_last;	/* last byte either way */
 	uint64_t		 pc_up;		/* VM -> origin */
 	uint64_t		 pc_down;	/* origin -> VM */

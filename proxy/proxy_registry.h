@@ -15,6 +15,7 @@
 
 #include "netaddr.h"
 #include "policy.h"
+#include "proxy_stats.h"
 #include "sandbox.h"
 
 struct proxy_dns_sb;
@@ -55,6 +56,7 @@ struct proxy_sandbox {
 	struct proxy_map *ps_map;		/* name <-> mapped address, own lock */
 	unsigned int	 ps_refs;		/* atomic */
 	int		 ps_dead;		/* removed from the registry */
+	struct proxy_sb_stats ps_stats;		/* for metrics (proxy_stats.h) */
 	/* counters: atomics, counted on the connection path and DNS, read by stats */
 	uint64_t	 ps_conns_live;
 	uint64_t	 ps_allowed;

@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "proxy_core.h"
+#include "proxy_metrics.h"
 #include "proxy_supervise.h"
 #include "proxy_dns_sb.h"
 #include "proxy_keys.h"
@@ -382,6 +383,7 @@ proxy_cmd_reload(const char *source)
 	free(names);
 	proxy_state_free(&st);
 	proxy_recheck_all();
+	proxy_stats_reload(nfailed > 0);
 	reply = json_pack("{s:b, s:i, s:o, s:o}", "ok", 1, "failed", nfailed,
 	    "sandboxes", list, "removed", removed);
 	return reply;
@@ -499,6 +501,20 @@ proxy_cmd_stats(void)
 	    "alarms", (json_int_t)proxy_netwatch_count(0));
 }
 
+/* The Prometheus text (proxy_metrics.c), for `airlock metrics`. */
+static json_t *
+proxy_cmd_metrics(const char *name)
+{
+	json_t *reply;
+	char *text;
+
+	if ((text = proxy_metrics_text()) == NULL)
+		return proxy_reply_error("metrics unavailable");
+	reply = json_pack("{s:b, s:s}", "ok", 1, "text", text);
+	free(text);
+	return reply != NULL ? reply : proxy_reply_error("out of memory");
+}
+
 static json_t *
 proxy_cmd_ping(const char *name)
 {
@@ -524,6 +540,7 @@ const struct proxy_ctl_cmd proxy_ctl_cmds[] = {
 	/* name,		wants_name, log, fn */
 	{ "ping",		0, 0, proxy_cmd_ping },
 	{ "stats",		0, 0, proxy_cmd_stats_ctl },
+	{ "metrics",		0, 0, proxy_cmd_metrics },
 	{ "reload",		0, 1, proxy_cmd_reload_ctl },
 	{ "sandbox_add",	1, 1, proxy_cmd_sandbox_add },
 	{ "sandbox_remove",	1, 1, proxy_cmd_sandbox_remove },

@@ -36,11 +36,17 @@
 long long
 proxy_req_ms(const struct timeval *t0)
 {
+	return proxy_req_us(t0) / 1000;
+}
+
+long long
+proxy_req_us(const struct timeval *t0)
+{
 	struct timeval now, d;
 
 	evutil_gettimeofday(&now, NULL);
 	evutil_timersub(&now, t0, &d);
-	return (long long)d.tv_sec * 1000 + d.tv_usec / 1000;
+	return (long long)d.tv_sec * 1000000 + d.tv_usec;
 }
 
 const char *
@@ -155,6 +161,11 @@ proxy_req_audit(struct proxy_req *r, const char *reason, int status)
 	ar.ar_bytes_down = (long long)r->rq_down;
 	ar.ar_ms = proxy_req_ms(&r->rq_t0);
 	ar.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
+	if (c->pc_sandbox != NULL) {
+		proxy_sb_stats_request(&c->pc_sandbox->ps_stats, reason == NULL);
+		proxy_sb_stats_denial(&c->pc_sandbox->ps_stats, reason);
+	}
+	proxy_hist_observe(PH_REQUEST, proxy_req_us(&r->rq_t0));
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &ar) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);
@@ -186,6 +197,8 @@ proxy_req_audit_exfil(struct proxy_req *r, const char *reason, int id,
 		kv[n++] = (struct audit_kv){ .ak_key = "count", .ak_num = count };
 	ar.ar_extra = kv;
 	ar.ar_nextra = n;
+	if (c->pc_sandbox != NULL)
+		proxy_sb_stats_exfil(&c->pc_sandbox->ps_stats);
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &ar) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);

@@ -74,8 +74,9 @@ struct proxy_refusal {
 	char		 rf_text[PROXY_REQ_TEXT_MAX];
 };
 
-/* Milliseconds since t0. */
+/* Milliseconds, microseconds since t0. */
 long long proxy_req_ms(const struct timeval *t0);
+long long proxy_req_us(const struct timeval *t0);
 /* c's sandbox name, "-" for none. */
 const char *proxy_req_sandbox(const struct proxy_conn *c);
 

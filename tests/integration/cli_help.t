@@ -72,7 +72,7 @@ for p in $pairs; do
 	[ "$rc" = 2 ] && grep -q -- "--no-such-flag" "$tmp/err"
 	ok $? "airlock $g $s --no-such-flag: named, exit 2 (got $rc: $(head -1 "$tmp/err" | cut -c1-90))"
 done
-for c in reload stats; do
+for c in reload stats metrics; do
 	r "$AIRLOCK" "$c" --help
 	[ "$rc" = 0 ] && grep -q "^usage: airlock $c" "$tmp/out"
 	ok $? "airlock $c --help: usage on stdout, exit 0"

@@ -133,6 +133,17 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"user\": 0}", "1:2: $.user: must be a string" },
 	{ "{\"bad\\nkey\": 0}", " $.bad?key: unknown key" },
 	{ "[]", "1:1: $: must be a JSON object" },
+	{ "{\"metrics_listen\": \"10.233.0.1:9345\"}",
+	    "1:2: $.metrics_listen: must be a loopback address" },
+	{ "{\"metrics_listen\": \"0.0.0.0:9345\"}",
+	    "1:2: $.metrics_listen: must be a loopback address" },
+	{ "{\"metrics_listen\": \"[::]:9345\"}",
+	    "1:2: $.metrics_listen: must be a loopback address" },
+	{ "{\"metrics_listen\": \"127.0.0.1\"}", "1:2: $.metrics_listen: not ADDR:PORT" },
+	{ "{\"metrics_listen\": \"127.0.0.1:0\"}", "1:2: $.metrics_listen: not ADDR:PORT" },
+	{ "{\"metrics_listen\": \"localhost:9345\"}",
+	    "1:2: $.metrics_listen: not ADDR:PORT" },
+	{ "{\"metrics_listen\": 9345}", "1:2: $.metrics_listen: must be null or" },
 	{ "", " empty: a JSON object is expected" },
 	{ " \n", " empty: a JSON object is expected" },
 	{ "{\"proxy_port\": 1,}", "1:18: invalid JSON:" },
@@ -236,6 +247,14 @@ test_full(void)
 	    sizeof(err)), "equal ports refused");
 	is_int(0, load_text("{\"proxy_port\": 15053, \"dns_port\": 15001}", &c, NULL,
 	    err, sizeof(err)), "swapped defaults accepted (positive control)");
+	ok(load_text("{\"metrics_listen\": \"127.0.0.1:9345\"}", &c, NULL, err,
+	    sizeof(err)) == 0 && c.metrics_on && c.metrics_port == 9345,
+	    "metrics_listen 127.0.0.1:9345 accepted");
+	ok(load_text("{\"metrics_listen\": \"[::1]:9\"}", &c, NULL, err,
+	    sizeof(err)) == 0 && c.metrics_on && c.metrics_port == 9 &&
+	    c.metrics_addr.na_family == AF_INET6, "metrics_listen [::1]:9 accepted");
+	ok(load_text("{\"metrics_listen\": null}", &c, NULL, err, sizeof(err)) == 0 &&
+	    !c.metrics_on, "metrics_listen null: none");
 	/* A short err buffer truncates safely; errlen 0 writes nothing. */
 	memset(err, 'X', sizeof(err));
 	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, 8),
