@@ -351,16 +351,13 @@ proxy_tls_tk_fill(struct proxy_tls_tkey *k)
  * previous one, accepted for one more period.  0 or -1.
  */
 static int
-proxy_tls_tk_get(const struct proxy_tls_bind *tb, struct proxy_tls_tkey *cur,
-    struct proxy_tls_tkey *prev, int *have_prev)
+proxy_tls_tk_get_at(const struct proxy_tls_bind *tb, time_t now,
+    struct proxy_tls_tkey *cur, struct proxy_tls_tkey *prev, int *have_prev)
 {
 	struct proxy_tls_tkeys *table = proxy_tls_tk, *tt = NULL, *old;
-	struct timespec ts;
 	size_t i;
 	int rv = -1;
 
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		return -1;
 	pthread_mutex_lock(&proxy_tls_tk_mtx);
 	for (i = 0; i < PROXY_TLS_TK_N; i++)
 		if (strcmp(table[i].tt_sandbox, tb->tb_sandbox) == 0) {
@@ -387,16 +384,16 @@ proxy_tls_tk_get(const struct proxy_tls_bind *tb, struct proxy_tls_tkey *cur,
 		(void)snprintf(tt->tt_sandbox, sizeof(tt->tt_sandbox), "%s",
 		    tb->tb_sandbox);
 		(void)snprintf(tt->tt_gen, sizeof(tt->tt_gen), "%s", tb->tb_gen);
-		tt->tt_born = ts.tv_sec;
-	} else if (ts.tv_sec - tt->tt_born >= PROXY_TLS_TK_PERIOD) {
+		tt->tt_born = now;
+	} else if (now - tt->tt_born >= PROXY_TLS_TK_PERIOD) {
 		/* Rotation; a previous key older than one more period goes. */
 		tt->tt_prev = tt->tt_cur;
-		tt->tt_have_prev = ts.tv_sec - tt->tt_born < 2 * PROXY_TLS_TK_PERIOD;
+		tt->tt_have_prev = now - tt->tt_born < 2 * PROXY_TLS_TK_PERIOD;
 		if (proxy_tls_tk_fill(&tt->tt_cur) == -1) {
 			OPENSSL_cleanse(tt, sizeof(*tt));
 			goto out;
 		}
-		tt->tt_born = ts.tv_sec;
+		tt->tt_born = now;
 	}
 	tt->tt_used = ++proxy_tls_tk_clock;
 	*cur = tt->tt_cur;
@@ -405,6 +402,39 @@ proxy_tls_tk_get(const struct proxy_tls_bind *tb, struct proxy_tls_tkey *cur,
 	rv = 0;
  out:
 	pthread_mutex_unlock(&proxy_tls_tk_mtx);
+	return rv;
+}
+
+/* proxy_tls_tk_get_at() now (CLOCK_MONOTONIC). */
+static int
+proxy_tls_tk_get(const struct proxy_tls_bind *tb, struct proxy_tls_tkey *cur,
+    struct proxy_tls_tkey *prev, int *have_prev)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		return -1;
+	return proxy_tls_tk_get_at(tb, ts.tv_sec, cur, prev, have_prev);
+}
+
+int
+proxy_tls_tk_test(const char *sandbox, const char *gen, long long now,
+    unsigned char cur[16], unsigned char prev[16], int *have_prev)
+{
+	struct proxy_tls_bind tb;
+	struct proxy_tls_tkey c, p;
+	int rv;
+
+	memset(&tb, 0, sizeof(tb));
+	(void)snprintf(tb.tb_sandbox, sizeof(tb.tb_sandbox), "%s", sandbox);
+	(void)snprintf(tb.tb_gen, sizeof(tb.tb_gen), "%s", gen);
+	memset(&p, 0, sizeof(p));
+	if ((rv = proxy_tls_tk_get_at(&tb, (time_t)now, &c, &p, have_prev)) == 0) {
+		memcpy(cur, c.tk_name, PROXY_TLS_TK_NAME);
+		memcpy(prev, p.tk_name, PROXY_TLS_TK_NAME);
+	}
+	OPENSSL_cleanse(&c, sizeof(c));
+	OPENSSL_cleanse(&p, sizeof(p));
 	return rv;
 }
 

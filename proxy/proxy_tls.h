@@ -52,6 +52,14 @@ void	 proxy_tls_server_allow_h2(SSL *ssl, int on);
 int	 proxy_tls_client_offer_h2(SSL *ssl);
 int	 proxy_tls_alpn_is_h2(SSL *ssl);
 int	 proxy_tls_client_rebind(SSL *ssl, struct proxy_tls_check *tc);
+/*
+ * Test seam (tests/unit/tls_tickets.c; the daemon never calls it): the names of
+ * the ticket keys of sandbox under generation gen at time now (seconds), as the
+ * ticket callback would get them: the current one, and the previous one when
+ * *have_prev.  0 or -1.
+ */
+int	 proxy_tls_tk_test(const char *sandbox, const char *gen, long long now,
+	    unsigned char cur[16], unsigned char prev[16], int *have_prev);
 /* Why the upstream was refused, for logs (never secret). */
 const char *proxy_tls_verify_str(const struct proxy_tls_check *tc);
 
