@@ -12,9 +12,13 @@
 #   make fuzz-long  long fuzzing runs that add up (tests/fuzz/RESULTS.md)
 #   make guest      the default VM image (build/guest: kernel + initramfs)
 #   make deps       install the Debian packages the build, tests and demo need
+#   make man        the man pages in $(O)/man, from the markdown references
+#                   (docs/md2man.pl): airlock.1, airlockd.8, airlock.json.5,
+#                   airlock-policy.5
 #   make install    [PREFIX=/usr/local] [DESTDIR=]: binaries, the configuration (kept
-#                   when there is one), policies, the guest image, the systemd unit
-#                   and tmpfiles; make uninstall removes them (a changed config stays)
+#                   when there is one), policies, the guest image, the man pages,
+#                   the systemd unit and tmpfiles; make uninstall removes them (a
+#                   changed config stays)
 
 CC	?= gcc
 SAN	?= 0
@@ -118,7 +122,7 @@ $(O)/tests/fuzz/replay.o: tests/fuzz/replay.c
 $(O)/tests/tools/%: $(O)/tests/tools/%.o $(LIBS)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS)
 
-tests: $(UNIT_TS) $(FUZZ_REPLAY) $(TOOLS) $(BINS) all
+tests: $(UNIT_TS) $(FUZZ_REPLAY) $(TOOLS) $(BINS) all man
 
 # The TAP suite: unit tests (no privileges), fuzz corpus replays, integration tests
 # (network namespaces; they skip themselves when not root).
@@ -177,6 +181,30 @@ $(O)/bench/idleconn: $(O)/bench/idleconn.o
 deps:
 	@sh .ci/deps.sh
 
+# The man pages, each made from its markdown reference by docs/md2man.pl (perl, core
+# modules only).  For each PAGE (NAME.SECTION) of MANPAGES: MANSRC_PAGE, its source,
+# and MANSUM_PAGE, the summary of its NAME line (no single quote in it).
+VERSION	:= $(shell sed -n 's/.*AIRLOCK_VERSION[^"]*"\([^"]*\)".*/\1/p' include/version.h)
+MANPAGES := $(O)/man/airlock.1 $(O)/man/airlockd.8 $(O)/man/airlock.json.5 \
+	   $(O)/man/airlock-policy.5
+MANSRC_airlock.1	:= docs/CLI.md
+MANSUM_airlock.1	:= the airlock command line: sandboxes, VMs, policies, secrets, CAs, the audit log
+MANSRC_airlockd.8	:= docs/AIRLOCKD.md
+MANSUM_airlockd.8	:= the egress proxy daemon of airlock
+MANSRC_airlock.json.5	:= docs/CONFIGURATION.md
+MANSUM_airlock.json.5	:= the configuration file of airlockd and airlock
+MANSRC_airlock-policy.5	:= policies/SCHEMA.md
+MANSUM_airlock-policy.5	:= the policy files of airlock sandboxes
+man: $(MANPAGES)
+define man_rule
+$(O)/man/$(1): $$(MANSRC_$(1)) docs/md2man.pl include/version.h
+	@mkdir -p $$(@D)
+	perl docs/md2man.pl $(basename $(1)) $(subst .,,$(suffix $(1))) \
+	    '$$(MANSUM_$(1))' 'airlock $$(VERSION)' <$$(MANSRC_$(1)) >$$@.tmp
+	mv $$@.tmp $$@
+endef
+$(foreach m,$(MANPAGES),$(eval $(call man_rule,$(notdir $(m)))))
+
 # Installation.  The configuration is installed only where there is none (an
 # operator's file is never overwritten) and removed only while it is the shipped one.
 PREFIX	?= /usr/local
@@ -185,11 +213,13 @@ UNITDIR	?= /lib/systemd/system
 TMPFILESDIR ?= /usr/lib/tmpfiles.d
 SHAREDIR = $(PREFIX)/share/airlock
 DOCDIR	= $(PREFIX)/share/doc/airlock
-install: all guest
+MANDIR	= $(PREFIX)/share/man
+install: all guest man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
 	    $(DESTDIR)$(SHAREDIR)/policies $(DESTDIR)$(SHAREDIR)/guest \
 	    $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(SYSCONFDIR)/airlock \
-	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(TMPFILESDIR)
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(TMPFILESDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(O)/airlock $(DESTDIR)$(PREFIX)/bin/airlock
 	install -m 0755 $(O)/airlockd $(DESTDIR)$(PREFIX)/sbin/airlockd
 	install -m 0644 policies/*.json policies/SCHEMA.md $(DESTDIR)$(SHAREDIR)/policies/
@@ -197,6 +227,9 @@ install: all guest
 	    $(DESTDIR)$(SHAREDIR)/guest/
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	install -m 0644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(filter %.5,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(filter %.8,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man8/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json ] || \
 	    install -m 0644 etc/airlock.json $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
@@ -206,7 +239,8 @@ install: all guest
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/airlock $(DESTDIR)$(PREFIX)/sbin/airlockd \
-	    $(DESTDIR)$(UNITDIR)/airlockd.service $(DESTDIR)$(TMPFILESDIR)/airlock.conf
+	    $(DESTDIR)$(UNITDIR)/airlockd.service $(DESTDIR)$(TMPFILESDIR)/airlock.conf \
+	    $(foreach m,$(notdir $(MANPAGES)),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 	rm -rf $(DESTDIR)$(SHAREDIR) $(DESTDIR)$(DOCDIR)
 	if cmp -s etc/airlock.json $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json; then \
 	    rm -f $(DESTDIR)$(SYSCONFDIR)/airlock/airlock.json; \
@@ -216,7 +250,8 @@ uninstall:
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench install uninstall
+.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench install uninstall \
+	man
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -7,12 +7,13 @@ libevent-dev libjansson-dev libssl-dev libnftnl-dev libmnl-dev libvirt-dev
 libpsl-dev publicsuffix libnghttp2-dev libseccomp-dev
 nghttp2-client python3-h2 python3-grpcio gdb prometheus
 clang libclang-rt-14-dev
-iproute2 nftables curl openssl bind9-dnsutils wrk
+iproute2 nftables curl openssl bind9-dnsutils wrk groff-base man-db
 qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4
 ca-certificates"
 # (vmm: libvirtd + QEMU without libvirt-daemon-system, whose service scripts,
 # polkit and firewall dependencies are not needed: the VM tests start a private
-# libvirtd; busybox-static, cpio, lz4 build the default guest image.)
+# libvirtd; busybox-static, cpio, lz4 build the default guest image; groff-base and
+# man-db check and render the man pages, tests/integration/man.t.)
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||

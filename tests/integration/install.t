@@ -1,18 +1,15 @@
 #!/bin/bash
 # tests/integration/install.t: make install and make uninstall.  Into a DESTDIR with
-# PREFIX=/usr (the layout a package would have), then into a prefix of its own so
-# that the installed unit names a binary that exists: systemd-analyze verify checks
-# the unit, and the installed airlockd is started exactly as the unit's ExecStart
-# says (these machines do not run systemd as PID 1), its configuration the shipped
-# one with only the paths moved into the test's folder (AIRLOCK_CONFIG).  Then
+# PREFIX=/usr (the layout a package would have; the man pages where man finds them),
+# then into a prefix of its own so that the installed unit names a binary that
+# exists: systemd-analyze verify checks the unit, and the installed airlockd is
+# started exactly as the unit's ExecStart says (these machines do not run systemd
+# as PID 1), its configuration the shipped one with only the paths moved into the
+# test's folder (AIRLOCK_CONFIG).  Then
 # ExecReload's SIGHUP, a stop, and make uninstall, which keeps a changed
 # configuration.  As root airlockd runs in a network namespace of its own.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/tests/lib/tap.sh"
-B=${AIRLOCK_BUILD:-$top/build}
-SAN=0
-[ "$(basename "$B")" = build-san ] && SAN=1
+. "$(dirname "$0")/../lib/build.sh"
 if [ ! -x "$B/airlock" ] || [ ! -x "$B/airlockd" ] || [ ! -f "$B/guest/vmlinux" ]; then
 	echo "1..0 # SKIP not built (make all guest)"
 	exit 0
@@ -40,6 +37,22 @@ for f in usr/bin/airlock usr/sbin/airlockd etc/airlock/airlock.json \
 	[ -f "$D/$f" ]
 	ok $? "installed /$f"
 done
+mans="usr/share/man/man1/airlock.1 usr/share/man/man8/airlockd.8
+    usr/share/man/man5/airlock.json.5 usr/share/man/man5/airlock-policy.5"
+for f in $mans; do
+	[ -f "$D/$f" ] && cmp -s "$D/$f" "$B/man/$(basename "$f")" &&
+	    [ "$(stat -c %a "$D/$f")" = 644 ]
+	ok $? "installed /$f (0644, the page make man made)"
+done
+if command -v man >/dev/null; then
+	MANPATH=$D/usr/share/man man -w 5 airlock.json >"$T/manw" 2>&1 &&
+	    grep -qx "$D/usr/share/man/man5/airlock.json.5" "$T/manw"
+	ok $? "man finds the installed airlock.json(5) ($(head -1 "$T/manw"))"
+	MANPATH=$D/usr/share/man MANWIDTH=80 man airlockd 2>/dev/null | grep -q '^NAME$'
+	ok $? "... and shows airlockd(8)"
+else
+	skip "man not installed" 2
+fi
 is "$(stat -c %a "$D/usr/sbin/airlockd")" 755 "airlockd is 0755"
 is "$(stat -c %a "$D/etc/airlock/airlock.json")" 644 "the configuration is 0644"
 grep -q '^ExecStart=/usr/sbin/airlockd --foreground$' "$D/lib/systemd/system/airlockd.service"
@@ -60,6 +73,10 @@ is "$(cat "$D/etc/airlock/airlock.json")" '{ "workers": 2 }' \
     "make install again keeps a changed configuration"
 mk uninstall DESTDIR="$D" PREFIX=/usr
 ok $? "make uninstall"
+for f in $mans; do
+	[ ! -e "$D/$f" ]
+	ok $? "... removes /$f"
+done
 left=$(cd "$D" && find . -type f | sort | tr '\n' ' ')
 is "$left" "./etc/airlock/airlock.json " "... removes all but the changed configuration"
 
