@@ -318,7 +318,7 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 			if (audit_event_parse(v, &ev) == -1) {
 				fprintf(stderr, "airlock: audit query: unknown "
 				    "event '%s' (dns, connect, request, deny, "
-				    "exfil, sandbox, config)\n", v);
+				    "exfil, sandbox, config, alarm)\n", v);
 				goto out;
 			}
 			f.af_event = v;

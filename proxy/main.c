@@ -27,7 +27,7 @@ usage(FILE *f)
 	    "  -n                checks the configuration, the user and every "
 	    "recorded\n"
 	    "                    sandbox's policy, then exits (0: all valid)\n"
-	    "  -v                more logging (again: debug)\n"
+	    "  -v                debug messages too\n"
 	    "Signals: HUP reopens the audit log and reloads; TERM and INT stop.\n",
 	    CONFIG_DEFAULT_PATH);
 }

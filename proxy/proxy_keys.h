@@ -21,9 +21,8 @@
  * name, the policy hash of its CA entry and the public half of the process's one
  * leaf key; keyd signs only a name that sandbox's policy in force inspects
  * (README.md, "The keys process").  Without keyd, or when it refused the keys, the
- * image's entries say so and inspection fails closed (inspect_unavailable).  Not
- * started as root there is no reader: this process collects, sends the keys to
- * keyd itself and wipes them before the image is parsed.
+ * image's entries say so and inspection fails closed (inspect_unavailable).  The
+ * reader is forked as root or not, so the keys always go to keyd from it.
  *
  * The unprivileged side parses the image into an immutable, reference-counted struct
  * proxy_keys that connections hold while they use it; a reload swaps the current one.
