@@ -99,6 +99,18 @@ bench_deps() {
 bench_deps || die "could not install the peers"
 
 # --- state and clean-up ---------------------------------------------------------
+# What an earlier run left when it was killed outright (SIGKILL, or a TERM while a
+# foreground command held the trap back): its namespaces end in its PID, and a PID
+# that no longer runs bench/run.sh is no run of ours any more.
+for n in $(ip netns list 2>/dev/null | awk '$1 ~ /^alb-/ { print $1 }'); do
+	p=${n##*-}
+	case $p in *[!0-9]*|"") continue ;; esac
+	if ! grep -qs 'bench/run.sh' "/proc/$p/cmdline"; then
+		ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null
+		ip netns del "$n" 2>/dev/null && rm -rf "/etc/netns/$n" &&
+		    echo "bench: removed $n, left by an earlier run that was killed" >&2
+	fi
+done
 S=$$
 T=$(mktemp -d /tmp/airlock-bench.XXXXXX) || exit 1
 chmod 755 "$T"
