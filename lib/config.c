@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "file.h"
+#include "jsonpath.h"
 #include "strtab.h"
 
 #define CONFIG_FILE_MAX		(1024 * 1024)
@@ -189,13 +190,13 @@ config_key_print(const char *key, char *buf, size_t len)
 /*
  * A document jansson refused, in the one format of configuration and policy errors
  * (policies/policy_load.c says it the same way): "FILE: empty ...", "FILE:LINE:COL:
- * duplicate key "K"", or "FILE:LINE:COL: invalid JSON: jansson's text".
+ * $.path.key: duplicate key", or "FILE:LINE:COL: invalid JSON: jansson's text".
  */
 static void
 config_json_error(const json_error_t *e, const char *text, size_t len,
     const char *path, char *err, size_t errlen)
 {
-	const char *near;
+	char jp[256];
 	size_t i;
 
 	for (i = 0; i < len && strchr(" \t\r\n", text[i]) != NULL; i++)
@@ -204,10 +205,10 @@ config_json_error(const json_error_t *e, const char *text, size_t len,
 		snprintf(err, errlen, "%s: empty: a JSON object is expected", path);
 		return;
 	}
-	if (json_error_code(e) == json_error_duplicate_key &&
-	    (near = strstr(e->text, "near '")) != NULL)
-		snprintf(err, errlen, "%s:%d:%d: duplicate key %.*s", path, e->line,
-		    e->column, (int)strcspn(near + 6, "'"), near + 6);
+	if (json_error_code(e) == json_error_duplicate_key && e->position >= 0)
+		snprintf(err, errlen, "%s:%d:%d: %s: duplicate key", path, e->line,
+		    e->column, json_path_at(text, len, (size_t)e->position, jp,
+		    sizeof(jp)));
 	else
 		snprintf(err, errlen, "%s:%d:%d: invalid JSON: %s", path, e->line,
 		    e->column > 0 ? e->column : 1, e->text);

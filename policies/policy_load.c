@@ -23,6 +23,7 @@
 
 #include "hexdig.h"
 #include "hostname.h"
+#include "jsonpath.h"
 #include "netaddr.h"
 #include "policy.h"
 
@@ -98,21 +99,6 @@ pl_unescape_quotes(char *s)
 	*o = '\0';
 }
 
-static int
-pl_key_is_ident(const char *k)
-{
-	size_t i;
-
-	if (k[0] == '\0')
-		return 0;
-	for (i = 0; k[i] != '\0'; i++)
-		if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' &&
-		    k[i] <= 'Z') || (k[i] >= '0' && k[i] <= '9') || k[i] == '_' ||
-		    k[i] == '-'))
-			return 0;
-	return 1;
-}
-
 /* "$.rules[2].ports[0]"; keys that are not identifiers as ["..."]. */
 static void
 pl_path_fmt(const struct pl_ctx *c, char *buf, size_t len)
@@ -125,7 +111,7 @@ pl_path_fmt(const struct pl_ctx *c, char *buf, size_t len)
 		if (c->comp[i].key == NULL)
 			o += (size_t)snprintf(buf + o, len - o, "[%zu]",
 			    c->comp[i].idx);
-		else if (pl_key_is_ident(c->comp[i].key))
+		else if (json_key_is_ident(c->comp[i].key))
 			o += (size_t)snprintf(buf + o, len - o, ".%s",
 			    c->comp[i].key);
 		else
@@ -1318,7 +1304,7 @@ policy_load_buf(const char *buf, size_t len, const char *name,
 	json_error_t jerr;
 	json_t *root = NULL;
 	char text[sizeof(jerr.text) + 32], q[sizeof(jerr.text) + 16];
-	const char *near;
+	char jp[256];
 	size_t i;
 
 	memset(&c, 0, sizeof(c));
@@ -1345,11 +1331,12 @@ policy_load_buf(const char *buf, size_t len, const char *name,
 			goto error;
 		}
 		if (json_error_code(&jerr) == json_error_duplicate_key &&
-		    (near = strstr(q, "near '")) != NULL)
-			snprintf(text, sizeof(text), "duplicate key %.*s",
-			    (int)strcspn(near + 6, "'"), near + 6);
-		else
-			snprintf(text, sizeof(text), "invalid JSON: %s", q);
+		    jerr.position >= 0) {
+			pl_add(&c, json_path_at(buf, len, (size_t)jerr.position, jp,
+			    sizeof(jp)), jerr.line, jerr.column, "duplicate key");
+			goto error;
+		}
+		snprintf(text, sizeof(text), "invalid JSON: %s", q);
 		pl_add(&c, NULL, jerr.line > 0 ? jerr.line : 0,
 		    jerr.line > 0 ? (jerr.column > 0 ? jerr.column : 1) : 0, text);
 		goto error;

@@ -71,7 +71,7 @@ while IFS='|' read -r fixture want; do
 	has err "$want" "  reports: $want"
 done <<'EOF'
 syntax.json|syntax.json:1:34: invalid JSON
-duplicate-key.json|duplicate-key.json:4:10: duplicate key
+duplicate-key.json|duplicate-key.json:4:10: $.policy: duplicate key
 unknown-key.json|$.rules[0].port: unknown key "port"
 ip-host.json|$.rules[0].host: "10.0.0.1" is an IP address
 public-suffix.json|$.rules[0].host: invalid host pattern "*.co.uk"

@@ -64,7 +64,7 @@ struct bad_case {
 static const struct bad_case bad_cases[] = {
 	{ "{\"proxy_port\": 1, \"bogus\": 2}", "1:19: $.bogus: unknown key" },
 	{ "{\n  \"proxy_port\": 1,\n  \"proxy_port\": 2\n}",
-	    "3:14: duplicate key \"proxy_port\"" },
+	    "3:14: $.proxy_port: duplicate key" },
 	{ "{\"proxy_port\": \"15001\"}", "1:2: $.proxy_port: must be an integer" },
 	{ "{\"proxy_port\": 0}", "1:2: $.proxy_port: port 0 out of range" },
 	{ "{\"proxy_port\": 65536}", "1:2: $.proxy_port: port 65536 out of range" },
@@ -123,7 +123,7 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"audit\": {\"path\": \"/x\", \"paht\": \"/y\"}}",
 	    "1:26: $.audit.paht: unknown key" },
 	{ "{\"audit\": {\"path\": \"/x\", \"path\": \"/y\"}}",
-	    "1:31: duplicate key \"path\"" },
+	    "1:31: $.audit.path: duplicate key" },
 	{ "{\"libvirt_uri\": \"\"}", "1:2: $.libvirt_uri: must not be empty" },
 	{ "{\"libvirt_uri\": \"qemu:///system\\n\"}",
 	    "1:2: $.libvirt_uri: must not contain control characters" },

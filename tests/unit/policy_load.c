@@ -227,9 +227,12 @@ test_json_errors(void)
 	bad("{'policy':'a','rules':[],}", NULL, "invalid JSON");
 	bad("{'policy':'a','rules':[]} x", NULL, "invalid JSON");
 	bad("{'policy':'a\\u0000b','rules':[]}", NULL, "invalid JSON");
-	bad("{'policy':'a','policy':'b','rules':[]}", NULL, "duplicate key");
-	bad(R("{'id':'a','host':'x.example','host':'y.example'}"), NULL,
+	bad("{'policy':'a','policy':'b','rules':[]}", "$.policy", "duplicate key");
+	bad(R("{'id':'a','host':'x.example','host':'y.example'}"), "$.rules[0].host",
 	    "duplicate key");
+	bad("{'policy':'a','rules':[{'id':'a','host':'x.example'},"
+	    "{'id':'b','host':'y.example','http':{'paths':['/'],'paths':['/x']}}]}",
+	    "$.rules[1].http.paths", "duplicate key");
 	p = load("{'policy':'a',\n 'rules':[],\n 'rules':[]}");
 	ok(p == NULL && errs.n == 1 && errs.v[0].pe_line == 3,
 	    "duplicate key error has its line (%d)",
