@@ -39,12 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "log.h"
 #include "proxy_dns_sb.h"
 #include "proxy_globals.h"
 #include "proxy_reason.h"
+#include "proxy_stats.h"
 #include "siphash.h"
 
 #define DNS_RATE_QPS		100	/* per sandbox */
@@ -97,10 +97,7 @@ static unsigned int dns_tcp_total;	/* atomic: live TCP clients in all */
 uint64_t
 proxy_dns_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return proxy_stats_now_us() / 1000;	/* CLOCK_MONOTONIC */
 }
 
 int

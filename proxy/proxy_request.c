@@ -137,6 +137,7 @@ proxy_req_audit(struct proxy_req *r, const char *reason, int status)
 	struct audit_record ar = AUDIT_RECORD_INIT;
 	struct audit_kv kv[4];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
+	long long us;
 
 	ar.ar_event = AUDIT_EV_REQUEST;
 	ar.ar_nextra = rq_record(r, &ar, src, sizeof(src), dst, sizeof(dst), kv);
@@ -159,13 +160,14 @@ proxy_req_audit(struct proxy_req *r, const char *reason, int status)
 	ar.ar_inject = r->rq_ninject > 0 ? r->rq_inject : NULL;
 	ar.ar_bytes_up = (long long)r->rq_up;
 	ar.ar_bytes_down = (long long)r->rq_down;
-	ar.ar_ms = proxy_req_ms(&r->rq_t0);
+	us = proxy_req_us(&r->rq_t0);
+	ar.ar_ms = us / 1000;
 	ar.ar_aggregate = proxy_audit_agg(reason);	/* denials only */
 	if (c->pc_sandbox != NULL) {
 		proxy_sb_stats_request(&c->pc_sandbox->ps_stats, reason == NULL);
 		proxy_sb_stats_denial(&c->pc_sandbox->ps_stats, reason);
 	}
-	proxy_hist_observe(PH_REQUEST, proxy_req_us(&r->rq_t0));
+	proxy_hist_observe(PH_REQUEST, us);
 	if (proxy_audit() != NULL && audit_write(proxy_audit(), &ar) == -1)
 		log_warn("audit write (connection %llu)",
 		    (unsigned long long)c->pc_id);
