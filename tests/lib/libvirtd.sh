@@ -17,6 +17,9 @@
 #	libvirtd_stop		SIGTERM to that PID (the subreaper passes it on), wait
 #	libvirtd_usable		0 if libvirtd, qemu-system-x86_64 and the qemu driver
 #				are installed
+#	vm_test_require FILE...	a VM test's preconditions: root, every FILE built,
+#				libvirtd usable; else prints TAP "1..0 # SKIP why"
+#				and exits 0
 #
 # Running domains are the caller's to destroy before libvirtd_stop (the VM tests do it
 # with `airlock vm destroy`); whatever is left is killed by libvirtd_stop through the
@@ -24,6 +27,23 @@
 
 LIBVIRTD_PID=""
 LIBVIRT_URI=""
+
+vm_test_require() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "1..0 # SKIP needs root (network namespaces, libvirtd)"
+		exit 0
+	fi
+	for _vt_f in "$@"; do
+		if [ ! -e "$_vt_f" ]; then
+			echo "1..0 # SKIP $_vt_f not built (make tests guest)"
+			exit 0
+		fi
+	done
+	if ! libvirtd_usable; then
+		echo "1..0 # SKIP libvirtd or qemu-system-x86_64 not installed (make deps)"
+		exit 0
+	fi
+}
 
 libvirtd_usable() {
 	command -v libvirtd >/dev/null 2>&1 || return 1

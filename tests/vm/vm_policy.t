@@ -17,26 +17,13 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (network namespaces, libvirtd)"
-	exit 0
-fi
 B=${AIRLOCK_BUILD:-build}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
 AIRLOCK=${AIRLOCK:-$B/airlock}
 AIRLOCKD=${AIRLOCKD:-$B/airlockd}
-for f in "$AIRLOCK" "$AIRLOCKD" "$B/tests/tools/origin" "$B/guest/vmlinux" \
-    "$B/guest/initrd.cpio"; do
-	if [ ! -e "$f" ]; then
-		echo "1..0 # SKIP $f not built (make tests guest)"
-		exit 0
-	fi
-done
 . tests/lib/libvirtd.sh
-if ! libvirtd_usable; then
-	echo "1..0 # SKIP libvirtd or qemu-system-x86_64 not installed (make deps)"
-	exit 0
-fi
+vm_test_require "$AIRLOCK" "$AIRLOCKD" "$B/tests/tools/origin" "$B/guest/vmlinux" \
+    "$B/guest/initrd.cpio"
 . tests/lib/tap.sh
 . tests/lib/origin.sh
 ORIGIN_TOOL=$B/tests/tools/origin
