@@ -70,6 +70,8 @@ void	cli_arg_refused(char **argv, const char *arg);
 /* cmd_policy.c (its table, for help: cmd_policy() dispatches itself) */
 int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
 extern const struct cli_group cli_policy_group;
+/* cmd_policy_suggest.c: airlock policy suggest */
+int	policy_cmd_suggest(const struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_audit.c: airlock audit verify|query|summary */
 extern const struct cli_group cli_audit_group;
 /* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */

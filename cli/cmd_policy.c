@@ -1,5 +1,5 @@
 /*
- * cli/cmd_policy.c: airlock policy check|test.
+ * cli/cmd_policy.c: airlock policy check|test (suggest: cmd_policy_suggest.c).
  *
  *	airlock policy check [--json] FILE...
  *	airlock policy test [--json] [--protocol tls|http|tcp] FILE HOST[:PORT]
@@ -384,6 +384,8 @@ static const struct cli_sub policy_subs[] = {
 	{ "check", policy_cmd_check, "[--json] FILE..." },
 	{ "test", policy_cmd_test, "[--json] [--protocol tls|http|tcp] FILE "
 	  "HOST[:PORT] [METHOD PATH]" },
+	{ "suggest", policy_cmd_suggest, "[--sandbox S] [--name NAME] "
+	  "[--siblings N] [--key-file FILE] AUDIT..." },
 	{ NULL, NULL, NULL }
 };
 const struct cli_group cli_policy_group = { "policy", policy_subs,

@@ -48,6 +48,12 @@ int	hostname_normalize(const char *in, size_t len, char *out);
  */
 int	hostname_pattern_normalize(const char *in, size_t len, char *out);
 /*
+ * The registrable domain of a normalised name (the public suffix and one label more,
+ * libpsl: "a.b.example.co.uk" -> "example.co.uk") into out[HOSTNAME_MAX + 1].  -1
+ * (out "") when the name is a public suffix itself or no list could be loaded.
+ */
+int	hostname_registrable(const char *name, char *out);
+/*
  * Loads the public suffix list now.  It is otherwise read from its file at the
  * first wildcard pattern: a process that may open no file later (airlockd's
  * confined worker) calls this first.  Thread-safe, once.

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hostname.h"
 #include "netaddr.h"
@@ -178,6 +179,32 @@ int	policy_path_match(const char *glob, const char *path);
  * a floor address.  The proxy calls this at dial time, after policy_decide().
  */
 int	policy_rule_allows_private(const struct policy_rule *r, const struct netaddr *a);
+
+/*
+ * `airlock policy suggest` (policies/policy_suggest.c): a minimal policy from what a
+ * sandbox was seen to do.  Each policy_suggest_add() is one audit record's
+ * destination (and request); policy_suggest_build() returns the policy document
+ * (malloc'd, NUL-terminated JSON that policy_load_buf() accepts) or NULL with err
+ * set.  siblings (0: none) is how many names below one registrable domain make a
+ * wildcard, and how many paths under one parent make "parent/" plus a star.  What is left out
+ * (floor addresses, paths that cannot be literal globs) is said on notes, if not
+ * NULL, one "note: ..." line each.
+ */
+struct policy_seen {
+	const char	*pw_host;	/* a normalised name, or NULL for pw_addr */
+	const struct netaddr *pw_addr;
+	uint16_t	 pw_port;
+	enum policy_proto pw_proto;
+	int		 pw_inspect;	/* seen inspected (or plain HTTP requests) */
+	const char	*pw_method;	/* a request's, or NULL */
+	const char	*pw_path;	/* the request's path as sent, or NULL */
+};
+struct policy_suggest;
+struct policy_suggest *policy_suggest_new(FILE *notes);
+int	policy_suggest_add(struct policy_suggest *s, const struct policy_seen *w);
+char	*policy_suggest_build(struct policy_suggest *s, const char *name,
+	    unsigned siblings, char *err, size_t errlen);
+void	policy_suggest_free(struct policy_suggest *s);
 
 /*
  * The names of protocol, tls and mode in a policy file and on the command line,

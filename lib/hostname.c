@@ -340,6 +340,22 @@ hostname_preload(void)
 }
 
 int
+hostname_registrable(const char *name, char *out)
+{
+	const char *r;
+
+	out[0] = '\0';
+	if (pthread_once(&hostname_psl_once, hostname_psl_init) != 0 ||
+	    hostname_psl == NULL)
+		return -1;
+	if ((r = psl_registrable_domain(hostname_psl, name)) == NULL ||
+	    strlen(r) > HOSTNAME_MAX)
+		return -1;
+	memcpy(out, r, strlen(r) + 1);
+	return 0;
+}
+
+int
 hostname_pattern_normalize(const char *in, size_t len, char *out)
 {
 	char suffix[HOSTNAME_MAX + 1];
