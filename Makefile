@@ -216,13 +216,14 @@ DOCDIR	= $(PREFIX)/share/doc/airlock
 MANDIR	= $(PREFIX)/share/man
 install: all guest man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
-	    $(DESTDIR)$(SHAREDIR)/policies $(DESTDIR)$(SHAREDIR)/guest \
+	    $(DESTDIR)$(SHAREDIR)/policies/presets $(DESTDIR)$(SHAREDIR)/guest \
 	    $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(SYSCONFDIR)/airlock \
 	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(TMPFILESDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(O)/airlock $(DESTDIR)$(PREFIX)/bin/airlock
 	install -m 0755 $(O)/airlockd $(DESTDIR)$(PREFIX)/sbin/airlockd
 	install -m 0644 policies/*.json policies/SCHEMA.md $(DESTDIR)$(SHAREDIR)/policies/
+	install -m 0644 policies/presets/*.json $(DESTDIR)$(SHAREDIR)/policies/presets/
 	install -m 0644 $(O)/guest/vmlinux $(O)/guest/initrd.cpio $(O)/guest/VERSION \
 	    $(DESTDIR)$(SHAREDIR)/guest/
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/

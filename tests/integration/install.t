@@ -31,6 +31,7 @@ mk install DESTDIR="$D" PREFIX=/usr
 ok $? "make install DESTDIR=... PREFIX=/usr"
 for f in usr/bin/airlock usr/sbin/airlockd etc/airlock/airlock.json \
     usr/share/airlock/policies/coding-agent.json usr/share/airlock/policies/SCHEMA.md \
+    usr/share/airlock/policies/presets/pypi.json \
     usr/share/airlock/guest/vmlinux usr/share/airlock/guest/initrd.cpio \
     usr/share/doc/airlock/README.md usr/share/doc/airlock/docs/CONFIGURATION.md \
     lib/systemd/system/airlockd.service usr/lib/tmpfiles.d/airlock.conf; do
