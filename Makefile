@@ -59,7 +59,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 DEPS	:= lib: policies:lib audit:policies netctl:audit vault:audit vmm:vault \
 	   proxy:netctl,vault cli:netctl,vault,vmm
 # Which part each public header (include/H) belongs to: PART:H,H,...
-HEADERS	:= lib:config.h,control.h,file.h,hexdig.h,hostname.h,log.h,netaddr.h,sandbox.h,siphash.h,strtab.h,version.h,jsonpath.h \
+HEADERS	:= lib:config.h,control.h,file.h,hexdig.h,hostname.h,log.h,netaddr.h,sandbox.h,siphash.h,strtab.h,version.h,jsonpath.h,upstream.h \
 	   policies:policy.h audit:audit.h netctl:netctl.h vault:ca.h,vault.h vmm:vmm.h
 
 # Parts, in link order: each before the parts below it (check-deps checks it).

@@ -9,11 +9,14 @@ nghttp2-client python3-h2 python3-grpcio gdb prometheus
 clang libclang-rt-14-dev
 iproute2 nftables curl openssl bind9-dnsutils wrk groff-base man-db
 qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4
-ca-certificates"
+ca-certificates squid-openssl"
 # (vmm: libvirtd + QEMU without libvirt-daemon-system, whose service scripts,
 # polkit and firewall dependencies are not needed: the VM tests start a private
 # libvirtd; busybox-static, cpio, lz4 build the default guest image; groff-base and
-# man-db check and render the man pages, tests/integration/man.t.)
+# man-db check and render the man pages, tests/integration/man.t; squid-openssl is
+# the corporate proxy of tests/integration/upstream_proxy.t, run only inside that
+# test's namespaces: Debian's other build, squid, conflicts with it, and make bench
+# installs this one.)
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
@@ -59,6 +62,36 @@ if command -v fuser >/dev/null &&
 	echo "deps: another apt or dpkg holds the lock: waiting for it (at most 10 minutes)"
 fi
 apt-get $LOCK update -qq
+# Package scripts must not start services (Squid's) in the machine's own namespace:
+# a policy-rc.d that refuses every start (exit 101) is in place for the install, and
+# the one that was there before, if any, is put back afterwards.
+PRC=/usr/sbin/policy-rc.d
+PRC_SAVED=""
+prc_restore() {
+	rm -f "$PRC"
+	[ -z "$PRC_SAVED" ] || mv -f "$PRC_SAVED" "$PRC"
+}
+if [ -e "$PRC" ] || [ -L "$PRC" ]; then
+	PRC_SAVED=$PRC.airlock-saved.$$
+	mv -f "$PRC" "$PRC_SAVED"
+fi
+trap prc_restore EXIT
+trap 'exit 1' INT TERM
+printf '#!/bin/sh\nexit 101\n' >"$PRC"
+chmod 755 "$PRC"
 apt-get $LOCK install -y -qq --no-install-recommends $missing
+prc_restore
+trap - EXIT INT TERM
+# Nor start Squid at the next boot: the tests run their own, by PID.
+case " $missing " in
+*" squid-openssl "*)
+	if command -v systemctl >/dev/null; then
+		systemctl disable squid >/dev/null 2>&1 || :
+	fi
+	if command -v update-rc.d >/dev/null; then
+		update-rc.d squid disable >/dev/null 2>&1 || :
+	fi
+	;;
+esac
 ensure_user
 ensure_libvirt_user

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "netaddr.h"
+#include "upstream.h"
 
 #define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"
 /* "workers": at most this many event loops (0 counts the CPUs, up to it). */
@@ -45,6 +46,8 @@ struct airlock_config {
 	int		metrics_on;			/* metrics_listen: null (0) */
 	struct netaddr	metrics_addr;			/* a loopback address */
 	uint16_t	metrics_port;
+	int		upstream_proxy_on;		/* upstream_proxy: null (0) */
+	struct upstream_proxy upstream_proxy;		/* when on (include/upstream.h) */
 };
 
 /* Fills every field with its default. */
@@ -62,7 +65,10 @@ void	config_defaults(struct airlock_config *c);
  * as strict IPv4 CIDRs /8../30 with neither end in the floor and not overlapping each
  * other, paths absolute
  * (control_socket short enough for sun_path), audit.fsync "never"|"deny"|"always",
- * audit.key_file null or an absolute path, user a portable user name.
+ * audit.key_file null or an absolute path, user a portable user name,
+ * upstream_proxy null or {"url": "http://HOST:PORT", "auth": null | "SECRET"}
+ * (upstream_url_parse(); an IPv4 literal not in either pool; auth only with a
+ * host name, which the vault can bind the secret to).
  *
  * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
  * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current

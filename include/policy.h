@@ -13,6 +13,7 @@
 #include "hostname.h"
 #include "netaddr.h"
 #include "strtab.h"
+#include "upstream.h"
 
 enum policy_mode {
 	POLICY_MODE_ENFORCE = 0,
@@ -68,6 +69,13 @@ struct policy_limits {
 };
 #define POLICY_H2_LIMIT_MAX	100	/* the default and highest of each */
 
+/* Where the connections of a policy's sandbox go out ("upstream_proxy"). */
+enum policy_upstream {
+	POLICY_UPSTREAM_GLOBAL = 0,	/* absent: airlock.json's upstream_proxy */
+	POLICY_UPSTREAM_DIRECT,		/* "direct": never through a proxy */
+	POLICY_UPSTREAM_PROXY,		/* an object: p_upstream_proxy */
+};
+
 struct policy {
 	char		*p_name;	/* "policy" */
 	char		*p_file;	/* the file it came from, or NULL */
@@ -75,6 +83,8 @@ struct policy {
 	struct policy_rule *p_rules;
 	size_t		 p_nrules;
 	struct policy_limits p_limits;
+	enum policy_upstream p_upstream;
+	struct upstream_proxy p_upstream_proxy;	/* POLICY_UPSTREAM_PROXY */
 	char		 p_hash[65];	/* hex SHA-256 of the file's bytes */
 };
 
@@ -205,6 +215,14 @@ int	policy_suggest_add(struct policy_suggest *s, const struct policy_seen *w);
 char	*policy_suggest_build(struct policy_suggest *s, const char *name,
 	    unsigned siblings, char *err, size_t errlen);
 void	policy_suggest_free(struct policy_suggest *s);
+
+/*
+ * The upstream proxy p's connections go through: p's own, none for "direct", and
+ * for a policy that says nothing, global (airlock.json's, NULL when it has none).
+ * NULL: direct.  The proxy decides nothing: it comes after policy_decide().
+ */
+const struct upstream_proxy *policy_upstream_route(const struct policy *p,
+	    const struct upstream_proxy *global);
 
 /*
  * The names of protocol, tls and mode in a policy file and on the command line,

@@ -21,6 +21,7 @@
 #include "file.h"
 #include "jsonpath.h"
 #include "strtab.h"
+#include "upstream.h"
 
 #define CONFIG_FILE_MAX		(1024 * 1024)
 #define CONFIG_USER_MAX		32
@@ -51,6 +52,7 @@ enum config_key {
 	CK_LIBVIRT_URI,
 	CK_USER,
 	CK_METRICS_LISTEN,
+	CK_UPSTREAM_PROXY,
 };
 
 static const struct strtab config_keys[] = {
@@ -66,6 +68,7 @@ static const struct strtab config_keys[] = {
 	{ "libvirt_uri", CK_LIBVIRT_URI },
 	{ "user", CK_USER },
 	{ "metrics_listen", CK_METRICS_LISTEN },
+	{ "upstream_proxy", CK_UPSTREAM_PROXY },
 	{ NULL, 0 }
 };
 
@@ -374,6 +377,58 @@ config_metrics(struct config_ctx *cc, const char *k, const json_t *v,
 	return 0;
 }
 
+/*
+ * upstream_proxy: null (connections go direct), or {"url": "http://HOST:PORT",
+ * "auth": null | "SECRET"}.  Whether an IPv4 literal lies in a pool is checked once
+ * every key is in (config_apply()).  No message quotes the URL: someone may have
+ * written a password into it.
+ */
+static int
+config_upstream(struct config_ctx *cc, const char *k, json_t *v,
+    struct airlock_config *c)
+{
+	struct upstream_proxy up;
+	const char *key, *why;
+	json_t *url, *auth, *x;
+
+	if (json_is_null(v)) {
+		c->upstream_proxy_on = 0;
+		memset(&c->upstream_proxy, 0, sizeof(c->upstream_proxy));
+		return 0;
+	}
+	if (!json_is_object(v))
+		return config_error(cc, k, NULL, "must be null or an object "
+		    "({\"url\": \"http://HOST:PORT\", \"auth\": null})");
+	json_object_foreach(v, key, x)
+		if (strcmp(key, "url") != 0 && strcmp(key, "auth") != 0)
+			return config_error(cc, k, key, "unknown key");
+	if ((url = json_object_get(v, "url")) == NULL)
+		return config_error(cc, k, NULL, "missing required key \"url\"");
+	if (!json_is_string(url))
+		return config_error(cc, k, "url", "must be a string "
+		    "(\"http://HOST:PORT\")");
+	if (upstream_url_parse(json_string_value(url), json_string_length(url), &up,
+	    &why) == -1)
+		return config_error(cc, k, "url", "%s", why);
+	if ((auth = json_object_get(v, "auth")) != NULL && !json_is_null(auth)) {
+		if (!json_is_string(auth) || !upstream_auth_is_valid(
+		    json_string_value(auth), json_string_length(auth)))
+			return config_error(cc, k, "auth", "must be null or a vault "
+			    "secret's name (1..%d of A-Z a-z 0-9 _ . -, starting "
+			    "with a letter or digit)", UPSTREAM_AUTH_MAX);
+		if (up.up_is_addr)
+			return config_error(cc, k, "auth", "credentials need the "
+			    "proxy named by a host name in \"url\": the vault binds "
+			    "the secret to that name (vault put --host), never to an "
+			    "address");
+		memcpy(up.up_auth, json_string_value(auth),
+		    json_string_length(auth) + 1);
+	}
+	c->upstream_proxy_on = 1;
+	c->upstream_proxy = up;
+	return 0;
+}
+
 static int
 config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 {
@@ -556,6 +611,10 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 			if (config_metrics(cc, k, v, c) == -1)
 				return -1;
 			break;
+		case CK_UPSTREAM_PROXY:
+			if (config_upstream(cc, k, v, c) == -1)
+				return -1;
+			break;
 		}
 	}
 	/* Both are TCP listeners (DNS over TCP too): one port cannot be both. */
@@ -570,6 +629,12 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 		return config_error(cc, json_object_get(root, "mapped_pool") ?
 		    "mapped_pool" : "address_pool", NULL,
 		    "address_pool and mapped_pool overlap");
+	/* The sandboxes' own addresses are never a proxy's. */
+	if (c->upstream_proxy_on && c->upstream_proxy.up_is_addr &&
+	    (netaddr_cidr_contains(&c->address_pool, &c->upstream_proxy.up_addr) ||
+	    netaddr_cidr_contains(&c->mapped_pool, &c->upstream_proxy.up_addr)))
+		return config_error(cc, "upstream_proxy", "url", "the address is "
+		    "in address_pool or mapped_pool: a sandbox's, never a proxy's");
 	return 0;
 }
 

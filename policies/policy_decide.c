@@ -276,3 +276,17 @@ policy_rule_allows_private(const struct policy_rule *r, const struct netaddr *a)
 		return 0;
 	return 1;
 }
+
+const struct upstream_proxy *
+policy_upstream_route(const struct policy *p, const struct upstream_proxy *global)
+{
+	switch (p->p_upstream) {
+	case POLICY_UPSTREAM_DIRECT:
+		return NULL;
+	case POLICY_UPSTREAM_PROXY:
+		return &p->p_upstream_proxy;
+	case POLICY_UPSTREAM_GLOBAL:
+		break;
+	}
+	return global;
+}

@@ -26,6 +26,7 @@
 #include "jsonpath.h"
 #include "netaddr.h"
 #include "policy.h"
+#include "upstream.h"
 
 #define PL_DEPTH_MAX	8	/* deepest schema path: $.rules[i].inject[j].x */
 #define PL_NAME_MAX	64	/* policy name, rule id, secret name */
@@ -679,13 +680,14 @@ pl_strdup(struct pl_ctx *c, char **dst, const char *s)
 /* ---- the schema ----------------------------------------------------------- */
 
 static const char *const pl_top_keys[] = { "policy", "mode", "rules", "limits",
-    NULL };
+    "upstream_proxy", NULL };
 static const char *const pl_rule_keys[] = { "id", "host", "cidr", "ports",
     "protocol", "tls", "http", "inject", NULL };
 static const char *const pl_http_keys[] = { "methods", "paths", "websocket",
     "forwarded", NULL };
 static const char *const pl_inject_keys[] = { "secret", "header", "value",
     NULL };
+static const char *const pl_upstream_keys[] = { "url", "auth", NULL };
 static const char *const pl_limit_keys[] = { "connections",
     "connections_per_second", "requests_per_second", "bytes_per_second",
     "h2_streams", "h2_resets_per_second", "h2_control_per_second", NULL };
@@ -743,6 +745,59 @@ pl_limits(struct pl_ctx *c, json_t *obj, struct policy_limits *l)
 		else
 			l->pl_bytes_per_second = (uint64_t)v;
 	}
+}
+
+/*
+ * "upstream_proxy": "direct", or {"url": "http://HOST:PORT", "auth": null |
+ * "SECRET"} (lib/upstream.c parses the URL for airlock.json too).  No message
+ * quotes the URL: someone may have written a password into it.  Whether the vault
+ * holds the secret, bound to the proxy's name, is airlockd's check at load.
+ */
+static void
+pl_upstream(struct pl_ctx *c, json_t *obj, struct policy *p)
+{
+	struct upstream_proxy *up = &p->p_upstream_proxy;
+	const char *url, *auth, *why;
+	json_t *j;
+	int present;
+
+	if (json_is_string(obj) && strcmp(json_string_value(obj), "direct") == 0 &&
+	    json_string_length(obj) == 6) {
+		p->p_upstream = POLICY_UPSTREAM_DIRECT;
+		return;
+	}
+	if (!json_is_object(obj)) {
+		pl_err(c, "must be \"direct\" or an object ({\"url\": "
+		    "\"http://HOST:PORT\", \"auth\": null}), not %s%s",
+		    pl_type(obj), json_is_string(obj) ? " other than \"direct\"" :
+		    "");
+		return;
+	}
+	p->p_upstream = POLICY_UPSTREAM_PROXY;
+	pl_unknown_keys(c, obj, pl_upstream_keys, "upstream_proxy");
+	url = pl_get_string(c, obj, "url", &present);
+	if (!present)
+		pl_err(c, "missing required key \"url\" (\"http://HOST:PORT\")");
+	else if (url != NULL && upstream_url_parse(url,
+	    json_string_length(json_object_get(obj, "url")), up, &why) == -1)
+		pl_err_key(c, "url", "%s", why);
+	if ((j = json_object_get(obj, "auth")) == NULL || json_is_null(j))
+		return;
+	if (!json_is_string(j) || !upstream_auth_is_valid(json_string_value(j),
+	    json_string_length(j))) {
+		pl_err_key(c, "auth", "must be null or a vault secret's name (1..%d "
+		    "of A-Z a-z 0-9 _ . -, starting with a letter or digit)",
+		    UPSTREAM_AUTH_MAX);
+		return;
+	}
+	auth = json_string_value(j);
+	if (url != NULL && up->up_host[0] != '\0' && up->up_is_addr) {
+		pl_err_key(c, "auth", "credentials need the proxy named by a host "
+		    "name in \"url\": the vault binds the secret to that name "
+		    "(vault put --host), never to an address");
+		return;
+	}
+	memcpy(up->up_auth, auth, strlen(auth) + 1);
 }
 
 static int
@@ -1244,6 +1299,12 @@ pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
 	if ((j = json_object_get(root, "limits")) != NULL) {
 		pl_push_key(c, "limits");
 		pl_limits(c, j, &p->p_limits);
+		pl_pop(c);
+	}
+
+	if ((j = json_object_get(root, "upstream_proxy")) != NULL) {
+		pl_push_key(c, "upstream_proxy");
+		pl_upstream(c, j, p);
 		pl_pop(c);
 	}
 

@@ -88,7 +88,7 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 {
 	long long seq = 0;
 	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[4];
+	struct audit_kv kv[5];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
 	size_t nkv = 0;
 
@@ -115,10 +115,13 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	}
 	if (c->pc_state >= PC_CONNECT) {
 		kv[nkv].ak_key = "upstream";
-		kv[nkv].ak_str = proxy_conn_addrport(&c->pc_upstream, c->pc_dport, up,
-		    sizeof(up));
+		kv[nkv].ak_str = proxy_conn_addrport(&c->pc_upstream,
+		    c->pc_via != NULL ? c->pc_via_port : c->pc_dport, up, sizeof(up));
 		nkv++;
 	}
+	/* Through an upstream proxy: its HOST:PORT as configured (no credential). */
+	if (c->pc_via != NULL)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "via", .ak_str = c->pc_via };
 	/* A denial says what the VM sent, beside the name it reached for (dst). */
 	if (reason != NULL && c->pc_asked_sni != NULL)
 		kv[nkv++] = (struct audit_kv){ .ak_key = "sni",
@@ -250,6 +253,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 		proxy_conn_linger(c->pc_worker, fd);
 	}
 	free(c->pc_farewell);
+	free(c->pc_via);
 	free(c->pc_asked_sni);
 	free(c->pc_asked_host);
 	if (c->pc_client != NULL)
@@ -305,6 +309,18 @@ proxy_conn_precheck(struct proxy_conn *c, const struct policy *p)
 	return policy_reason_str(v.pv_reason);
 }
 
+/* Does route (NULL: direct) say what c's dial chose? */
+static int
+proxy_conn_same_route(const struct proxy_conn *c, const struct upstream_proxy *route)
+{
+	char via[HOSTNAME_MAX + 8];
+
+	if (route == NULL || c->pc_via == NULL)
+		return route == NULL && c->pc_via == NULL;
+	snprintf(via, sizeof(via), "%s:%u", route->up_host, route->up_port);
+	return strcmp(via, c->pc_via) == 0;
+}
+
 /* Would c's destination, as decided, still be allowed by policy p? */
 static const char *
 proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
@@ -322,10 +338,16 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	/* A connection cannot change mode: the mode says whether it may go on. */
 	if (c->pc_mode != NULL && c->pc_mode->pm_recheck(c, &v) == -1)
 		return PR_STR(POLICY_RELOAD);
-	/* A cidr destination must still pass the address check with the new rule. */
+	/*
+	 * A cidr destination must still pass the address check with the new rule
+	 * (the destination's: with an upstream proxy pc_upstream is the proxy's).
+	 */
 	if (c->pc_state >= PC_CONNECT && c->pc_by_addr &&
-	    netaddr_classify(&c->pc_upstream, NULL) == NETADDR_PRIVATE &&
-	    !policy_rule_allows_private(v.pv_rule, &c->pc_upstream))
+	    netaddr_classify(&c->pc_dst, NULL) == NETADDR_PRIVATE &&
+	    !policy_rule_allows_private(v.pv_rule, &c->pc_dst))
+		return PR_STR(POLICY_RELOAD);
+	/* Nor may the way out change under a connection that took it. */
+	if (c->pc_routed && !proxy_conn_same_route(c, proxy_upstream_route(p)))
 		return PR_STR(POLICY_RELOAD);
 	if (v.pv_rule != NULL && v.pv_rule->pr_id != NULL)
 		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v.pv_rule->pr_id);

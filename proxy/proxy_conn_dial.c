@@ -9,6 +9,15 @@
  * either), not in the floor (netaddr_classify() plus the host's own addresses), and
  * not private unless the deciding rule is a cidr rule naming that range
  * (policy_rule_allows_private()); a name rule never opens a private address.
+ *
+ * With an upstream proxy in force for the policy (proxy_upstream_route(), chosen here
+ * once: pc_via), it is the proxy's name that is resolved this way, and its address
+ * that is checked and pinned: never the floor, the host's own addresses or the
+ * sandboxes' pools, but a private address is allowed (the operator configured it).
+ * The origin's name is not resolved by airlock then (a corporate network often
+ * resolves external names only through the proxy); a connection decided on its
+ * address still has that address checked as above.  The tunnel is
+ * proxy_conn_tunnel()'s; whatever fails there, the connection never goes direct.
  */
 #include <sys/ioctl.h>
 #include <sys/types.h>
@@ -19,6 +28,7 @@
 #include <netinet/tcp.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,21 +78,29 @@ proxy_conn_host_addrs(struct proxy_worker *w)
 	return 0;
 }
 
-int
-proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *rule,
-    const struct netaddr *a, const char **why)
+/* 1 if a is one of the host's own addresses (or embeds one). */
+static int
+proxy_conn_is_host(const struct proxy_worker *w, const struct netaddr *a)
 {
 	struct netaddr v4;
 	size_t i;
 
-	*why = NULL;
-	for (i = 0; i < w->pw_nhost; i++) {
+	for (i = 0; i < w->pw_nhost; i++)
 		if (netaddr_equal(&w->pw_host[i], a) ||
 		    (netaddr_embedded_v4(a, &v4) &&
-		    netaddr_equal(&w->pw_host[i], &v4))) {
-			*why = PR_STR(ADDRESS_IN_FLOOR);
-			return -1;
-		}
+		    netaddr_equal(&w->pw_host[i], &v4)))
+			return 1;
+	return 0;
+}
+
+int
+proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *rule,
+    const struct netaddr *a, const char **why)
+{
+	*why = NULL;
+	if (proxy_conn_is_host(w, a)) {
+		*why = PR_STR(ADDRESS_IN_FLOOR);
+		return -1;
 	}
 	switch (netaddr_classify(a, NULL)) {
 	case NETADDR_PUBLIC:
@@ -97,6 +115,27 @@ proxy_conn_addr_check(const struct proxy_worker *w, const struct policy_rule *ru
 	}
 	*why = PR_STR(ADDRESS_IN_FLOOR);
 	return -1;
+}
+
+/*
+ * An upstream proxy's address: anything but the floor, the host's own addresses and
+ * the sandboxes' pools (address_pool: their own, mapped_pool: what DNS gives them).
+ * 0, or -1 with *why ("address_in_floor").
+ */
+static int
+proxy_conn_proxy_addr_check(const struct proxy_worker *w, const struct netaddr *a,
+    const char **why)
+{
+	const struct airlock_config *cfg = proxy_config();
+
+	*why = PR_STR(ADDRESS_IN_FLOOR);
+	if (a->na_family != AF_INET || proxy_conn_is_host(w, a) ||
+	    netaddr_classify(a, NULL) == NETADDR_FLOOR ||
+	    netaddr_cidr_contains(&cfg->address_pool, a) ||
+	    netaddr_cidr_contains(&cfg->mapped_pool, a))
+		return -1;
+	*why = NULL;
+	return 0;
 }
 
 /* The mode hears how the connect went (inspect: TLS verified too). */
@@ -115,8 +154,12 @@ proxy_conn_dial_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	proxy_conn_close(c, c->pc_state == PC_RESOLVE ? PR_STR(RESOLVE_FAILED) :
-	    PR_STR(CONNECT_FAILED), 1);
+	/* Until the tunnel is up, the time ran out on the way to the proxy. */
+	if (c->pc_via != NULL && c->pc_tunnel != PROXY_TUNNEL_UP)
+		proxy_conn_close(c, PR_STR(UPSTREAM_PROXY_UNREACHABLE), 1);
+	else
+		proxy_conn_close(c, c->pc_state == PC_RESOLVE ?
+		    PR_STR(RESOLVE_FAILED) : PR_STR(CONNECT_FAILED), 1);
 }
 
 /* Connects to c->pc_upstream (already checked).  May close c. */
@@ -129,7 +172,7 @@ proxy_conn_connect(struct proxy_conn *c)
 
 	c->pc_state = PC_CONNECT;
 	if (c->pc_mode->pm_server_bev != NULL)
-		c->pc_server = c->pc_mode->pm_server_bev(c);
+		c->pc_server = c->pc_mode->pm_server_bev(c, NULL);
 	else
 		c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
@@ -176,12 +219,14 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 	c->pc_dns = NULL;
 	free(t);
 	if (result != 0 || res == NULL) {
-		log_debug("connection %llu: resolve %s: %s",
-		    (unsigned long long)c->pc_id, c->pc_name,
-		    evutil_gai_strerror(result));
+		log_debug("connection %llu: resolve %s%s: %s",
+		    (unsigned long long)c->pc_id, c->pc_via != NULL ?
+		    "the upstream proxy " : "", c->pc_via != NULL ? c->pc_via :
+		    c->pc_name, evutil_gai_strerror(result));
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
-		proxy_conn_close(c, PR_STR(RESOLVE_FAILED), 1);
+		proxy_conn_close(c, c->pc_via != NULL ?
+		    PR_STR(UPSTREAM_PROXY_UNREACHABLE) : PR_STR(RESOLVE_FAILED), 1);
 		return;
 	}
 	if (proxy_conn_current(c) == -1) {
@@ -194,7 +239,9 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		if (ai->ai_family != AF_INET ||
 		    netaddr_from_sockaddr(ai->ai_addr, &a, NULL) == -1)
 			continue;
-		if (proxy_conn_addr_check(c->pc_worker, rule, &a, &why) == 0) {
+		if ((c->pc_via != NULL ?
+		    proxy_conn_proxy_addr_check(c->pc_worker, &a, &why) :
+		    proxy_conn_addr_check(c->pc_worker, rule, &a, &why)) == 0) {
 			found = 1;
 			break;
 		}
@@ -204,11 +251,15 @@ proxy_conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 	}
 	evutil_freeaddrinfo(res);
 	if (!found) {
-		proxy_conn_close(c, worst != NULL ? worst : PR_STR(RESOLVE_FAILED), 1);
+		proxy_conn_close(c, worst != NULL ? worst : c->pc_via != NULL ?
+		    PR_STR(UPSTREAM_PROXY_UNREACHABLE) : PR_STR(RESOLVE_FAILED), 1);
 		return;
 	}
 	c->pc_upstream = a;
-	proxy_conn_connect(c);
+	if (c->pc_via != NULL)
+		proxy_conn_tunnel(c);
+	else
+		proxy_conn_connect(c);
 }
 
 void
@@ -219,7 +270,8 @@ proxy_conn_dial(struct proxy_conn *c)
 	struct evdns_getaddrinfo_request *req;
 	struct timeval tv = { PROXY_CONNECT_TIMEOUT, 0 };
 	const struct policy_rule *rule = NULL;
-	const char *why;
+	const struct upstream_proxy *route;
+	const char *why, *name = c->pc_name;
 
 	event_assign(c->pc_timer, c->pc_worker->pw_base, -1, 0,
 	    proxy_conn_dial_timer, c);
@@ -227,6 +279,8 @@ proxy_conn_dial(struct proxy_conn *c)
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return;
 	}
+	/* The way out, once: the policy was decided already (proxy_conn_decide()). */
+	route = proxy_upstream_route(c->pc_policy->pp_policy);
 	if (c->pc_by_addr) {
 		/* A cidr rule allowed the address itself: check it as an answer. */
 		rule = c->pc_prule;
@@ -238,12 +292,35 @@ proxy_conn_dial(struct proxy_conn *c)
 			proxy_conn_close(c, why, 1);
 			return;
 		}
+	}
+	c->pc_routed = 1;
+	if (route != NULL) {
+		if (asprintf(&c->pc_via, "%s:%u", route->up_host,
+		    route->up_port) == -1) {
+			c->pc_via = NULL;
+			proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
+			return;
+		}
+		c->pc_via_port = route->up_port;
+		name = route->up_host;
+	} else if (c->pc_by_addr) {
 		c->pc_upstream = c->pc_dst;
 		proxy_conn_connect(c);
 		return;
 	}
+	if (route != NULL && route->up_is_addr) {
+		if (proxy_conn_proxy_addr_check(c->pc_worker, &route->up_addr,
+		    &why) == -1) {
+			proxy_conn_close(c, why, 1);
+			return;
+		}
+		c->pc_upstream = route->up_addr;
+		proxy_conn_tunnel(c);
+		return;
+	}
 	if (c->pc_worker->pw_dns == NULL) {
-		proxy_conn_close(c, PR_STR(RESOLVE_FAILED), 1);
+		proxy_conn_close(c, c->pc_via != NULL ?
+		    PR_STR(UPSTREAM_PROXY_UNREACHABLE) : PR_STR(RESOLVE_FAILED), 1);
 		return;
 	}
 	if ((t = calloc(1, sizeof(*t))) == NULL) {
@@ -262,7 +339,7 @@ proxy_conn_dial(struct proxy_conn *c)
 	 * immediate error) and may close c: touch nothing of c or t afterwards
 	 * unless the lookup is still outstanding.
 	 */
-	req = evdns_getaddrinfo(c->pc_worker->pw_dns, c->pc_name, NULL, &hints,
+	req = evdns_getaddrinfo(c->pc_worker->pw_dns, name, NULL, &hints,
 	    proxy_conn_resolved, t);
 	if (req != NULL)
 		t->pt_req = req;	/* still outstanding: t is alive */

@@ -439,9 +439,10 @@ proxy_splice_server_event(struct proxy_conn *c, short what)
 		return;
 	}
 	log_debug("connection %llu: upstream connect failed: %s",
-	    (unsigned long long)c->pc_id,
-	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-	proxy_conn_close(c, PR_STR(CONNECT_FAILED), 1);
+	    (unsigned long long)c->pc_id, c->pc_dial_why != NULL ?
+	    c->pc_dial_why : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	proxy_conn_close(c, c->pc_dial_why != NULL ? c->pc_dial_why :
+	    PR_STR(CONNECT_FAILED), 1);
 }
 
 /* A spliced connection may go on unless its name is now inspected. */

@@ -1078,6 +1078,40 @@ http_response_parse(const uint8_t *buf, size_t len, enum http_method req_method,
 	return HTTP_OK;
 }
 
+enum http_res
+http_connect_reply(const uint8_t *buf, size_t len, size_t max, int *status,
+    size_t *used, const char **why)
+{
+	struct http_response rs;
+	size_t off = 0, lim = len < max ? len : max;
+	enum http_res r;
+
+	*status = 0;
+	*used = 0;
+	*why = NULL;
+	for (;;) {
+		r = http_response_parse(buf + off, lim - off, HTTP_M_HEAD, &rs);
+		if (r == HTTP_NEED_MORE && len >= max) {
+			*why = "no complete answer within the limit";
+			return HTTP_E_TOO_LARGE;
+		}
+		if (r != HTTP_OK) {
+			*why = rs.hs_why;
+			return r;
+		}
+		if (rs.hs_switching) {
+			*why = "101 to a CONNECT";
+			return HTTP_E_BAD;
+		}
+		off += rs.hs_head_len;
+		if (!rs.hs_interim)
+			break;
+	}
+	*status = rs.hs_status;
+	*used = off;
+	return HTTP_OK;
+}
+
 /* ---- building heads ---- */
 
 static const char *const http_hop_by_hop[] = {

@@ -263,6 +263,20 @@ enum http_res http_response_parse(const uint8_t *buf, size_t len,
 	    enum http_method req_method, struct http_response *out);
 
 /*
+ * The answer of an HTTP proxy to airlock's CONNECT (RFC 9110 9.3.6), at the start of
+ * buf[len]: interim 1xx heads are skipped, then the final head is parsed as
+ * strictly as any response (http_response_parse(), as the answer to a HEAD: bytes
+ * after a 2xx head are the tunnel's, whatever framing its fields announce).  max
+ * bounds the heads together (the bytes past buf[max] are never looked at).
+ * HTTP_OK with *status (200..599) and *used (the bytes of every head: on a 2xx the
+ * tunnel starts there); HTTP_NEED_MORE; HTTP_E_TOO_LARGE when max bytes hold no
+ * final head; or another refusal (malformed, a 101) with *why.  Fuzzed by
+ * tests/fuzz/fuzz_connect_reply.c.
+ */
+enum http_res http_connect_reply(const uint8_t *buf, size_t len, size_t max,
+	    int *status, size_t *used, const char **why);
+
+/*
  * Case-insensitive lookup of the first field named name in fields[n]; its index,
  * or -1.  buf is the buffer the head was parsed from.
  */

@@ -1286,16 +1286,24 @@ proxy_inspect_start(struct proxy_conn *c)
 	return 0;
 }
 
+/*
+ * The upstream: a TLS client socket the dial connects, or, through an upstream
+ * proxy's tunnel (under), a TLS client filter over it.  A filter made with no
+ * socket starts its handshake only when its underlying bufferevent calls back,
+ * so the write callback is triggered once by hand.  Either way TLS reports
+ * BEV_EVENT_CONNECTED once the handshake is done and the origin verified.
+ */
 static struct bufferevent *
-proxy_inspect_server_bev(struct proxy_conn *c)
+proxy_inspect_server_bev(struct proxy_conn *c, struct bufferevent *under)
 {
 	struct proxy_inspect *pi = c->pc_inspect;
 	struct bufferevent *bev;
 	SSL *ssl;
 
 	if (c->pc_proto != POLICY_PROTO_TLS)
-		return bufferevent_socket_new(c->pc_worker->pw_base, -1,
-		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		return under != NULL ? under : bufferevent_socket_new(
+		    c->pc_worker->pw_base, -1, BEV_OPT_CLOSE_ON_FREE |
+		    BEV_OPT_DEFER_CALLBACKS);
 	/* The session cache's key (proxy_tls.c): too long a one resumes nothing. */
 	if ((size_t)snprintf(pi->pi_tc.tc_peer, sizeof(pi->pi_tc.tc_peer),
 	    "%s %s:%u", pi_sandbox(c), c->pc_name, c->pc_dport) >=
@@ -1308,11 +1316,21 @@ proxy_inspect_server_bev(struct proxy_conn *c)
 		SSL_free(ssl);
 		return NULL;
 	}
-	bev = bufferevent_openssl_socket_new(c->pc_worker->pw_base, -1, ssl,
-	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
-	    BEV_OPT_DEFER_CALLBACKS);
-	if (bev == NULL)
+	if (under != NULL)
+		bev = bufferevent_openssl_filter_new(c->pc_worker->pw_base, under,
+		    ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
+		    BEV_OPT_DEFER_CALLBACKS);
+	else
+		bev = bufferevent_openssl_socket_new(c->pc_worker->pw_base, -1, ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
+		    BEV_OPT_DEFER_CALLBACKS);
+	if (bev == NULL) {
 		SSL_free(ssl);
+		return NULL;
+	}
+	if (under != NULL)
+		bufferevent_trigger(under, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS |
+		    BEV_TRIG_DEFER_CALLBACKS);
 	return bev;
 }
 
@@ -1352,7 +1370,12 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	while (c->pc_proto == POLICY_PROTO_TLS &&
 	    bufferevent_get_openssl_error(c->pc_server) != 0)
 		;
-	if (pi->pi_tc.tc_verify_err != 0 || pi->pi_tc.tc_own_ca) {
+	if (c->pc_dial_why != NULL) {
+		/* The upstream proxy's refusal (proxy_conn_tunnel.c). */
+		pi->pi_fail = c->pc_dial_why;
+		snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "no tunnel "
+		    "through the upstream proxy (%s)", c->pc_dial_why);
+	} else if (pi->pi_tc.tc_verify_err != 0 || pi->pi_tc.tc_own_ca) {
 		pi->pi_fail = PR_STR(UPSTREAM_CERT_INVALID);
 		snprintf(pi->pi_fail_why, sizeof(pi->pi_fail_why), "%s",
 		    proxy_tls_verify_str(&pi->pi_tc));

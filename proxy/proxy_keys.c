@@ -41,6 +41,7 @@
 #include "hostname.h"
 #include "log.h"
 #include "policy.h"
+#include "proxy_globals.h"
 #include "proxy_keyd.h"
 #include "proxy_keymsg.h"
 #include "proxy_keys.h"
@@ -931,6 +932,40 @@ pk_covers(const char *vp, const char *rh)
 	return strcmp(vp + 2, rh + 2) == 0 || hostname_match(vp, rh + 2);
 }
 
+/*
+ * The credential of p's upstream proxy (its own or airlock.json's): in the vault,
+ * bound to the proxy's host name.  0, or -1 with err.
+ */
+static int
+pk_check_upstream(const struct proxy_keys *k, const struct policy *p, char *err,
+    size_t errlen)
+{
+	const struct upstream_proxy *up = proxy_upstream_route(p);
+	const struct proxy_secret *s;
+
+	if (up == NULL || up->up_auth[0] == '\0')
+		return 0;
+	if (k == NULL || k->pk_vault != 1) {
+		snprintf(err, errlen, "the upstream proxy %s:%u takes secret '%s' "
+		    "but there is no usable vault (%s)", up->up_host, up->up_port,
+		    up->up_auth, k != NULL ? k->pk_vault_error : "not loaded");
+		return -1;
+	}
+	if ((s = proxy_keys_secret(k, up->up_auth)) == NULL) {
+		snprintf(err, errlen, "the upstream proxy %s:%u takes secret '%s', "
+		    "which is not in the vault", up->up_host, up->up_port,
+		    up->up_auth);
+		return -1;
+	}
+	if (up->up_is_addr || !proxy_secret_allows_host(s, up->up_host)) {
+		snprintf(err, errlen, "the upstream proxy %s:%u takes secret '%s', "
+		    "which the vault does not bind to %s", up->up_host, up->up_port,
+		    up->up_auth, up->up_host);
+		return -1;
+	}
+	return 0;
+}
+
 int
 proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
     char *err, size_t errlen)
@@ -938,6 +973,9 @@ proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 	const struct policy_rule *r;
 	const struct proxy_secret *s;
 	size_t i, j, h;
+
+	if (pk_check_upstream(k, p, err, errlen) == -1)
+		return -1;
 
 	for (i = 0; i < p->p_nrules; i++) {
 		r = &p->p_rules[i];

@@ -177,7 +177,9 @@ struct proxy_sbca *proxy_keys_ca(const struct proxy_keys *k, const char *sandbox
 /*
  * The policy/vault binding check: every secret a rule injects must be in the vault
  * and bound to the rule's host (for a "*.suffix" rule, a vault binding must cover
- * every name below suffix).  0, or -1 with the first problem in err.
+ * every name below suffix), and the secret of the upstream proxy the policy's
+ * connections go through (its own or airlock.json's, proxy_upstream_route()) bound
+ * to that proxy's host name.  0, or -1 with the first problem in err.
  */
 int	proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 	    char *err, size_t errlen);

@@ -3,6 +3,8 @@
  *	proxy_conn.c		worker, accept, sandbox, peek, decide; the reload
  *				recheck of the worker's connections
  *	proxy_conn_dial.c	resolve, check, connect (for any mode)
+ *	proxy_conn_tunnel.c	or through an upstream proxy: connect to it, CONNECT,
+ *				the tunnel handed to the mode as if dialled
  *	modes (struct proxy_mode below; the core and the dial know none by name):
  *	  proxy_conn_relay.c	splice: bytes both ways, untouched (also the relay
  *				an inspected connection hands over to after a 101)
@@ -113,9 +115,20 @@ struct proxy_mode {
 	 * was closed.  NULL for h2, which inspect hands a connection over to.
 	 */
 	int		(*pm_start)(struct proxy_conn *c);
-	/* The unconnected upstream bufferevent the dial connects, or NULL. */
-	struct bufferevent *(*pm_server_bev)(struct proxy_conn *c);
-	/* The dial's event on it: connected (inspect: TLS verified too) or failed. */
+	/*
+	 * The unconnected upstream bufferevent the dial connects (under NULL), or
+	 * the one the mode runs over under, a tunnel through an upstream proxy that
+	 * is up (proxy_conn_tunnel.c): under itself, or a new one that owns under
+	 * and reports BEV_EVENT_CONNECTED on its own (inspect: once TLS verified).
+	 * NULL: out of memory (under is still the caller's).  The member is NULL
+	 * for a mode that takes the dial's socket (or the tunnel) as it is.
+	 */
+	struct bufferevent *(*pm_server_bev)(struct proxy_conn *c,
+			    struct bufferevent *under);
+	/*
+	 * The dial's event on it: connected (inspect: TLS verified too) or failed;
+	 * a failure the dial itself names (the upstream proxy's) is in pc_dial_why.
+	 */
 	void		(*pm_server_event)(struct proxy_conn *c, short what);
 	/* After a reload: 0 if c may go on under verdict v (same mode), else -1. */
 	int		(*pm_recheck)(struct proxy_conn *c,
@@ -150,12 +163,21 @@ struct proxy_conn {
 	uint16_t		 pc_sport;
 	struct netaddr		 pc_dst;		/* the original destination */
 	uint16_t		 pc_dport;
-	struct netaddr		 pc_upstream;		/* the pinned address */
+	struct netaddr		 pc_upstream;		/* the pinned address (the
+							   proxy's, with pc_via) */
 	char			 pc_name[HOSTNAME_MAX + 1]; /* mapped name, or "" */
 	int			 pc_by_addr;	/* dst not in the mapped pool */
 	/* what the VM asked for, kept for a denial's record only (owned) */
 	char			*pc_asked_sni;	/* the SNI as sent */
 	char			*pc_asked_host;	/* the Host of plain HTTP as sent */
+
+	/* the way out, chosen when the dial starts (pc_routed): direct, or through
+	   the upstream proxy "HOST:PORT" pc_via (owned) */
+	int			 pc_routed;
+	char			*pc_via;
+	uint16_t		 pc_via_port;
+	int			 pc_tunnel;	/* PROXY_TUNNEL_*: where the tunnel is */
+	const char		*pc_dial_why;	/* a failure the dial named, or NULL */
 
 	enum policy_proto	 pc_proto;	/* what the first bytes were */
 	int			 pc_quiet;	/* the quiet timer has fired */
@@ -244,7 +266,11 @@ const char *proxy_conn_addrport(const struct netaddr *a, uint16_t port, char *bu
 	    size_t len);
 
 /* proxy_conn_dial.c */
-/* Resolves c's name (or takes its address), checks, connects; closes c on failure. */
+/*
+ * Resolves c's name (or takes its address), checks, connects; or, with an upstream
+ * proxy in force (proxy_upstream_route()), resolves and checks the proxy's name and
+ * goes on in proxy_conn_tunnel().  Closes c on failure.
+ */
 void	proxy_conn_dial(struct proxy_conn *c);
 /*
  * Which answer is acceptable: 0 and *why NULL for a usable address, else -1 and *why
@@ -254,6 +280,20 @@ int	proxy_conn_addr_check(const struct proxy_worker *w,
 	    const struct policy_rule *rule, const struct netaddr *a, const char **why);
 /* Fills w's host address list (its IPv4 addresses: SIOCGIFCONF).  0 or -1. */
 int	proxy_conn_host_addrs(struct proxy_worker *w);
+
+/* proxy_conn_tunnel.c */
+#define PROXY_TUNNEL_CONNECTING	1	/* TCP to the proxy */
+#define PROXY_TUNNEL_ASKED	2	/* CONNECT sent, its answer awaited */
+#define PROXY_TUNNEL_UP		3	/* 2xx: the mode has the tunnel */
+/*
+ * c's upstream proxy is at c->pc_upstream (checked), port pc_via_port: connects to
+ * it, asks for a tunnel to c's destination (CONNECT NAME:PORT, or ADDR:PORT for a
+ * connection decided on its address; Proxy-Authorization from the vault when the
+ * route names a secret), and on a 2xx hands the tunnel to c's mode as the dial
+ * hands it a connected socket.  A failure goes to the mode's pm_server_event with
+ * pc_dial_why (upstream_proxy_unreachable, _refused, _auth).  May close c.
+ */
+void	proxy_conn_tunnel(struct proxy_conn *c);
 
 /* proxy_conn_relay.c */
 /*

@@ -44,6 +44,9 @@
 	X(PEEK_TIMEOUT, "peek_timeout", "nothing decidable within 10 s") \
 	X(RESOLVE_FAILED, "resolve_failed", "the name does not resolve on the host") \
 	X(CONNECT_FAILED, "connect_failed", "no connection to the checked address") \
+	X(UPSTREAM_PROXY_UNREACHABLE, "upstream_proxy_unreachable", "the upstream proxy could not be reached or did not answer") \
+	X(UPSTREAM_PROXY_REFUSED, "upstream_proxy_refused", "the upstream proxy refused the tunnel or answered malformed") \
+	X(UPSTREAM_PROXY_AUTH, "upstream_proxy_auth", "the upstream proxy wants credentials (407)") \
 	X(POLICY_RELOAD, "policy_reload", "a reload no longer allows the connection") \
 	X(SANDBOX_REMOVED, "sandbox_removed", "the sandbox went away")	\
 	X(INTERNAL_ERROR, "internal_error", "airlockd could not go on (memory, a lock)") \

@@ -24,6 +24,8 @@
  * second, unasked-for response with the body "SMUGGLED\n"; then keep-alive.
  * Prints "ready" on stdout once listening.
  *
+ * With $ORIGIN_PEERS set, each "accept" line names the peer: "accept ADDR" (so a
+ * test can tell who connected: a proxy, or airlockd directly).
  * With $ORIGIN_RECORD set, every byte a connection receives (after TLS: the HTTP
  * bytes) is appended to that file, so a test can prove what reached the origin.
  */
@@ -344,9 +346,18 @@ main(int argc, char **argv)
 	for (;;) {
 		pid_t pid;
 
-		if ((cfd = accept(lfd, NULL, NULL)) == -1)
+		struct sockaddr_in peer;
+		socklen_t plen = sizeof(peer);
+		char pbuf[INET_ADDRSTRLEN];
+
+		if ((cfd = accept(lfd, (struct sockaddr *)&peer, &plen)) == -1)
 			continue;
-		fprintf(stderr, "accept\n");	/* tests count connections */
+		/* tests count connections */
+		if (getenv("ORIGIN_PEERS") != NULL &&
+		    inet_ntop(AF_INET, &peer.sin_addr, pbuf, sizeof(pbuf)) != NULL)
+			fprintf(stderr, "accept %s\n", pbuf);
+		else
+			fprintf(stderr, "accept\n");
 		/* Header and body go out in separate writes: no delayed-ACK stall. */
 		(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if ((pid = fork()) == -1) {

@@ -144,6 +144,74 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"metrics_listen\": \"localhost:9345\"}",
 	    "1:2: $.metrics_listen: not ADDR:PORT" },
 	{ "{\"metrics_listen\": 9345}", "1:2: $.metrics_listen: must be null or" },
+	{ "{\"upstream_proxy\": \"http://proxy.test:3128\"}",
+	    "1:2: $.upstream_proxy: must be null or an object" },
+	{ "{\"upstream_proxy\": {}}",
+	    "1:2: $.upstream_proxy: missing required key \"url\"" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:3128\", \"user\": "
+	    "\"joe\"}}", "1:54: $.upstream_proxy.user: unknown key" },
+	{ "{\"upstream_proxy\": {\"url\": 3128}}",
+	    "1:21: $.upstream_proxy.url: must be a string" },
+	{ "{\"upstream_proxy\": {\"url\": \"\"}}",
+	    "1:21: $.upstream_proxy.url: must not be empty" },
+	{ "{\"upstream_proxy\": {\"url\": \"https://proxy.test:3128\"}}",
+	    "1:21: $.upstream_proxy.url: https:// is not supported" },
+	{ "{\"upstream_proxy\": {\"url\": \"socks5://proxy.test:1080\"}}",
+	    "1:21: $.upstream_proxy.url: must be \"http://HOST:PORT\"" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test\"}}",
+	    "1:21: $.upstream_proxy.url: the port is missing" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:\"}}",
+	    "1:21: $.upstream_proxy.url: the port must be a number 1..65535" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:0\"}}",
+	    "1:21: $.upstream_proxy.url: the port must be a number 1..65535" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:65536\"}}",
+	    "1:21: $.upstream_proxy.url: the port must be a number 1..65535" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:03128\"}}",
+	    "1:21: $.upstream_proxy.url: the port must be a number 1..65535" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:+3128\"}}",
+	    "1:21: $.upstream_proxy.url: the port must be a number 1..65535" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://joe:hunter2@proxy.test:3128\"}}",
+	    "1:21: $.upstream_proxy.url: credentials do not go in the URL" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://127.0.0.1:3128\"}}",
+	    "1:21: $.upstream_proxy.url: a loopback proxy is refused" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://169.254.169.254:80\"}}",
+	    "1:21: $.upstream_proxy.url: the address is in the never-routable floor" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://0.0.0.0:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the address is in the never-routable floor" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://[::1]:3128\"}}",
+	    "1:21: $.upstream_proxy.url: an IPv6 proxy is not supported" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://fd00::1:3128\"}}",
+	    "1:21: $.upstream_proxy.url: an IPv6 proxy is not supported" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:3128/squid\"}}",
+	    "1:21: $.upstream_proxy.url: must be \"http://HOST:PORT\", without a path" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:3128?x=1\"}}",
+	    "1:21: $.upstream_proxy.url: must be \"http://HOST:PORT\", without a path" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://pro xy.test:3128\"}}",
+	    "1:21: $.upstream_proxy.url: must not contain spaces" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://127.1:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the host looks like an IP address" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://-proxy.test:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the host is not a valid host name" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://*.test:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the host is not a valid host name" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the host is missing" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://10.233.0.5:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the address is in address_pool or mapped_pool" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://198.19.0.9:3128\"}}",
+	    "1:21: $.upstream_proxy.url: the address is in address_pool or mapped_pool" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:3128\", \"auth\": 5}}",
+	    "1:54: $.upstream_proxy.auth: must be null or a vault secret's name" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:3128\", \"auth\": "
+	    "\"corp proxy\"}}",
+	    "1:54: $.upstream_proxy.auth: must be null or a vault secret's name" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://proxy.test:3128\", \"auth\": "
+	    "\"-proxy\"}}",
+	    "1:54: $.upstream_proxy.auth: must be null or a vault secret's name" },
+	{ "{\"upstream_proxy\": {\"url\": \"http://10.1.2.3:3128\", \"auth\": "
+	    "\"corp_proxy\"}}",
+	    "1:52: $.upstream_proxy.auth: credentials need the proxy named by a host "
+	    "name" },
 	{ "", " empty: a JSON object is expected" },
 	{ " \n", " empty: a JSON object is expected" },
 	{ "{\"proxy_port\": 1,}", "1:18: invalid JSON:" },
@@ -255,6 +323,35 @@ test_full(void)
 	    c.metrics_addr.na_family == AF_INET6, "metrics_listen [::1]:9 accepted");
 	ok(load_text("{\"metrics_listen\": null}", &c, NULL, err, sizeof(err)) == 0 &&
 	    !c.metrics_on, "metrics_listen null: none");
+	/* upstream_proxy: a name with credentials, a private address, null. */
+	ok(load_text("{\"upstream_proxy\": {\"url\": \"http://Proxy.Corp.Example.:3128\","
+	    " \"auth\": \"corp_proxy\"}}", &c, NULL, err, sizeof(err)) == 0 &&
+	    c.upstream_proxy_on && !c.upstream_proxy.up_is_addr &&
+	    strcmp(c.upstream_proxy.up_host, "proxy.corp.example") == 0 &&
+	    c.upstream_proxy.up_port == 3128 &&
+	    strcmp(c.upstream_proxy.up_auth, "corp_proxy") == 0,
+	    "upstream_proxy by name, with auth: normalised host, port, secret");
+	ok(load_text("{\"upstream_proxy\": {\"url\": \"http://10.1.2.3:8080/\", "
+	    "\"auth\": null}}", &c, NULL, err, sizeof(err)) == 0 &&
+	    c.upstream_proxy_on && c.upstream_proxy.up_is_addr &&
+	    strcmp(c.upstream_proxy.up_host, "10.1.2.3") == 0 &&
+	    c.upstream_proxy.up_port == 8080 && c.upstream_proxy.up_auth[0] == '\0',
+	    "upstream_proxy at a private address (one trailing /), no auth");
+	ok(load_text("{\"upstream_proxy\": {\"url\": \"http://11.0.0.2:65535\"}}",
+	    &c, NULL, err, sizeof(err)) == 0 && c.upstream_proxy.up_port == 65535,
+	    "upstream_proxy at a public address, port 65535");
+	/* The pools are checked once all keys are in: a moved pool frees the address. */
+	ok(load_text("{\"upstream_proxy\": {\"url\": \"http://10.233.0.5:3128\"}, "
+	    "\"address_pool\": \"10.50.0.0/16\"}", &c, NULL, err, sizeof(err)) == 0 &&
+	    c.upstream_proxy_on, "upstream_proxy in the default address_pool, moved "
+	    "away: accepted");
+	ok(load_text("{\"upstream_proxy\": null}", &c, NULL, err, sizeof(err)) == 0 &&
+	    !c.upstream_proxy_on, "upstream_proxy null: direct");
+	is_int(-1, load_text("{\"upstream_proxy\": {\"url\": "
+	    "\"http://joe:Canary-Pw-7@proxy.test:3128\"}}", &c, NULL, err,
+	    sizeof(err)), "a password in the URL refused");
+	ok(strstr(err, "Canary-Pw-7") == NULL && strstr(err, "joe") == NULL,
+	    "... without quoting it: %s", err);
 	/* A short err buffer truncates safely; errlen 0 writes nothing. */
 	memset(err, 'X', sizeof(err));
 	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, 8),

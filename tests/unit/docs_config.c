@@ -152,7 +152,10 @@ config_same(const struct airlock_config *a, const struct airlock_config *b)
 	    a->audit_log_query == b->audit_log_query &&
 	    strcmp(a->audit_key_file, b->audit_key_file) == 0 &&
 	    strcmp(a->libvirt_uri, b->libvirt_uri) == 0 &&
-	    strcmp(a->user, b->user) == 0;
+	    strcmp(a->user, b->user) == 0 &&
+	    a->upstream_proxy_on == b->upstream_proxy_on &&
+	    memcmp(&a->upstream_proxy, &b->upstream_proxy,
+	    sizeof(a->upstream_proxy)) == 0;
 }
 
 /* A documented key at its documented default: loads, and changes nothing. */

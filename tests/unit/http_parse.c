@@ -407,6 +407,82 @@ test_responses(void)
 	}
 }
 
+/* An upstream proxy's answer to CONNECT (http_connect_reply()). */
+struct cr_case {
+	const char	*in;
+	size_t		 len;
+	enum http_res	 want;
+	int		 status;
+	size_t		 used;		/* HTTP_OK: where the tunnel starts */
+};
+
+#define EST	"HTTP/1.1 200 Connection established\r\n\r\n"
+static const struct cr_case cr_cases[] = {
+	{ C(EST), HTTP_OK, 200, sizeof(EST) - 1 },
+	/* bytes after the head are the tunnel's, whatever the fields say */
+	{ C(EST "SSH-2.0-banner\r\n"), HTTP_OK, 200, sizeof(EST) - 1 },
+	{ C("HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nABCDEFGH"), HTTP_OK, 200,
+	    sizeof("HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\n") - 1 },
+	/* interim answers are skipped */
+	{ C("HTTP/1.1 100 Continue\r\n\r\n" EST "x"), HTTP_OK, 200,
+	    sizeof("HTTP/1.1 100 Continue\r\n\r\n" EST) - 1 },
+	{ C("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: "
+	    "Basic realm=\"x\"\r\nContent-Length: 3\r\n\r\nno!"), HTTP_OK, 407,
+	    sizeof("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: "
+	    "Basic realm=\"x\"\r\nContent-Length: 3\r\n\r\n") - 1 },
+	{ C("HTTP/1.1 403 Forbidden\r\n\r\n"), HTTP_OK, 403,
+	    sizeof("HTTP/1.1 403 Forbidden\r\n\r\n") - 1 },
+	{ C("HTTP/1.1 200 Connection established\r\n"), HTTP_NEED_MORE, 0, 0 },
+	{ C("HTTP/1.1 100 Continue\r\n\r\n"), HTTP_NEED_MORE, 0, 0 },
+	{ C(""), HTTP_NEED_MORE, 0, 0 },
+	/* refusals */
+	{ C("SSH-2.0-OpenSSH_9.2\r\n\r\n"), HTTP_E_BAD, 0, 0 },
+	{ C("HTTP/1.1 200 OK\n\n"), HTTP_E_BAD, 0, 0 },
+	{ C("HTTP/2 200\r\n\r\n"), HTTP_E_BAD, 0, 0 },
+	{ C("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n"
+	    "Upgrade: websocket\r\n\r\n"), HTTP_E_BAD, 0, 0 },
+	{ C("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+	    HTTP_E_BAD, 0, 0 },
+};
+
+static void
+test_connect_reply(void)
+{
+	char big[600];
+	const char *why;
+	enum http_res r;
+	size_t i, used;
+	int status;
+
+	for (i = 0; i < sizeof(cr_cases) / sizeof(cr_cases[0]); i++) {
+		const struct cr_case *c = &cr_cases[i];
+
+		r = http_connect_reply((const uint8_t *)c->in, c->len, 16384, &status,
+		    &used, &why);
+		if (!is_int(c->want, r, "CONNECT answer %zu", i))
+			diag("%s / %.*s", why != NULL ? why : "-", (int)c->len, c->in);
+		if (r == HTTP_OK) {
+			is_int(c->status, status, "CONNECT answer %zu: status", i);
+			is_int((long long)c->used, (long long)used,
+			    "CONNECT answer %zu: the tunnel's first byte", i);
+		} else if (r != HTTP_NEED_MORE)
+			ok(why != NULL, "CONNECT answer %zu says why", i);
+	}
+	/* The limit: a head longer than max is refused, one within it is not. */
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
+	memcpy(big + sizeof(big) - 4, "\r\n\r\n", 4);
+	r = http_connect_reply((const uint8_t *)big, sizeof(big), 512, &status,
+	    &used, &why);
+	ok(r == HTTP_E_TOO_LARGE && why != NULL, "an answer over max is refused");
+	r = http_connect_reply((const uint8_t *)big, 300, 512, &status, &used, &why);
+	is_int(HTTP_NEED_MORE, r, "... while under max it needs more");
+	r = http_connect_reply((const uint8_t *)big, sizeof(big), sizeof(big),
+	    &status, &used, &why);
+	ok(r == HTTP_OK && status == 200 && used == sizeof(big),
+	    "the same answer within max is taken (positive control)");
+}
+
 static void
 test_misc(void)
 {
@@ -443,6 +519,7 @@ main(void)
 	test_limits();
 	test_head_find();
 	test_responses();
+	test_connect_reply();
 	test_misc();
 	return tap_failures() != 0;
 }

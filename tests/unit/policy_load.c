@@ -666,10 +666,95 @@ test_files(void)
 	policy_errors_free(&errs);
 }
 
+/* "upstream_proxy": the policy's own, "direct", or absent; and the route. */
+static void
+test_upstream(void)
+{
+	struct upstream_proxy global;
+	const struct upstream_proxy *up;
+	struct policy *p;
+	const char *why;
+
+	if (upstream_url_parse("http://proxy.corp.test:3128", 27, &global, &why) == -1)
+		bail("upstream_url_parse: %s", why);
+
+	p = good("{'policy':'t','rules':[]}");
+	if (p != NULL) {
+		is_int(POLICY_UPSTREAM_GLOBAL, p->p_upstream, "absent: the global proxy");
+		ok(policy_upstream_route(p, &global) == &global,
+		    "  route: airlock.json's proxy");
+		ok(policy_upstream_route(p, NULL) == NULL, "  route: direct without one");
+	}
+	policy_free(p);
+	p = good("{'policy':'t','rules':[],'upstream_proxy':'direct'}");
+	if (p != NULL) {
+		is_int(POLICY_UPSTREAM_DIRECT, p->p_upstream, "\"direct\"");
+		ok(policy_upstream_route(p, &global) == NULL,
+		    "  route: direct although airlock.json names a proxy");
+	}
+	policy_free(p);
+	p = good("{'policy':'t','rules':[],'upstream_proxy':{'url':"
+	    "'http://Squid.Example:8080','auth':'squid_cred'}}");
+	if (p != NULL) {
+		up = policy_upstream_route(p, &global);
+		ok(p->p_upstream == POLICY_UPSTREAM_PROXY && up == &p->p_upstream_proxy,
+		    "its own proxy: the route, over airlock.json's");
+		ok(up != NULL && strcmp(up->up_host, "squid.example") == 0 &&
+		    up->up_port == 8080 && !up->up_is_addr &&
+		    strcmp(up->up_auth, "squid_cred") == 0,
+		    "  host normalised, port, secret");
+		ok(up != NULL && !upstream_same(up, &global), "  not the global one");
+	}
+	policy_free(p);
+	p = good("{'policy':'t','rules':[],'upstream_proxy':{'url':"
+	    "'http://192.168.7.7:3128/','auth':null}}");
+	if (p != NULL)
+		ok(p->p_upstream_proxy.up_is_addr &&
+		    strcmp(p->p_upstream_proxy.up_host, "192.168.7.7") == 0 &&
+		    p->p_upstream_proxy.up_auth[0] == '\0',
+		    "  a private address, auth null");
+	policy_free(p);
+
+	bad("{'policy':'t','rules':[],'upstream_proxy':'none'}", "$.upstream_proxy",
+	    "must be \"direct\" or an object");
+	bad("{'policy':'t','rules':[],'upstream_proxy':null}", "$.upstream_proxy",
+	    "not null");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{}}", "$.upstream_proxy",
+	    "missing required key \"url\"");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://p.test:1',"
+	    "'port':1}}", "$.upstream_proxy.port", "unknown key");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':3128}}",
+	    "$.upstream_proxy.url", "must be a string");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://p.test'}}",
+	    "$.upstream_proxy.url", "the port is missing");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'https://p.test:443'}}",
+	    "$.upstream_proxy.url", "https:// is not supported");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':"
+	    "'http://u:Canary-Pol-9@p.test:3128'}}", "$.upstream_proxy.url",
+	    "credentials do not go in the URL");
+	ok(errs.n == 1 && strstr(errs.v[0].pe_reason, "Canary-Pol-9") == NULL,
+	    "  without quoting the password");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://127.0.0.2:3128'}}",
+	    "$.upstream_proxy.url", "a loopback proxy is refused");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':"
+	    "'http://169.254.170.2:80'}}", "$.upstream_proxy.url",
+	    "never-routable floor");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://[::1]:3128'}}",
+	    "$.upstream_proxy.url", "IPv6");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://p.test:1',"
+	    "'auth':'a b'}}", "$.upstream_proxy.auth", "a vault secret's name");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://p.test:1',"
+	    "'auth':true}}", "$.upstream_proxy.auth", "a vault secret's name");
+	bad("{'policy':'t','rules':[],'upstream_proxy':{'url':'http://10.0.0.1:1',"
+	    "'auth':'cred'}}", "$.upstream_proxy.auth",
+	    "credentials need the proxy named by a host name");
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_upstream();
 	test_valid();
 	test_json_errors();
 	test_rule_errors();

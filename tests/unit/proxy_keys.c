@@ -2,7 +2,8 @@
  * tests/unit/proxy_keys.c: airlockd's key material (proxy/proxy_keys.c) without a
  * daemon: the image the root reader builds from a state directory (vault, host CA,
  * sandbox CAs synced to the inspected names), parsed back; the policy/vault binding
- * check (exact, wildcard coverage, refusals); airlock's own CAs recognised; a
+ * check (exact, wildcard coverage, refusals; an upstream proxy's credential, the
+ * policy's own or airlock.json's); airlock's own CAs recognised; a
  * malformed or truncated image refused; an unusable vault reported.
  */
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../proxy/proxy_globals.h"
 #include "../../proxy/proxy_keys.h"
 #include "../tap.h"
 #include "ca.h"
@@ -87,6 +89,7 @@ main(void)
 	uint8_t *img;
 	size_t len, cut;
 	char path[1200];
+	const char *why;
 	int rv;
 
 	plan_lazy();
@@ -190,6 +193,40 @@ main(void)
 	ok(rv == -1 && strstr(err, "too short") != NULL,
 	    "a value too short to redact: refused (%s)", err);
 	ok(check(k, inspect) == 0, "no inject: nothing to check");
+
+	/* An upstream proxy's credential: in the vault, bound to the proxy's name. */
+	ok(check(k, "{\"policy\":\"p\",\"rules\":[],\"upstream_proxy\":{\"url\":"
+	    "\"http://api.example.com:3128\",\"auth\":\"tok\"}}") == 0,
+	    "a policy's proxy, its secret bound to the proxy's name: accepted");
+	ok(check(k, "{\"policy\":\"p\",\"rules\":[],\"upstream_proxy\":{\"url\":"
+	    "\"http://proxy.example.com:3128\",\"auth\":\"wild\"}}") == 0,
+	    "... bound by a wildcard: accepted");
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[],\"upstream_proxy\":{\"url\":"
+	    "\"http://proxy.example.net:3128\",\"auth\":\"tok\"}}");
+	ok(rv == -1 && strstr(err, "does not bind to proxy.example.net") != NULL &&
+	    strstr(err, VALUE) == NULL, "a proxy the secret is not bound to: refused (%s)",
+	    err);
+	rv = check(k, "{\"policy\":\"p\",\"rules\":[],\"upstream_proxy\":{\"url\":"
+	    "\"http://api.example.com:3128\",\"auth\":\"nope\"}}");
+	ok(rv == -1 && strstr(err, "'nope', which is not in the vault") != NULL,
+	    "a proxy secret not in the vault: refused (%s)", err);
+	ok(check(k, "{\"policy\":\"p\",\"rules\":[],\"upstream_proxy\":{\"url\":"
+	    "\"http://proxy.example.net:3128\"}}") == 0,
+	    "a proxy without credentials: nothing to check");
+	/* airlock.json's proxy counts for a policy that says nothing, not for "direct". */
+	if (upstream_url_parse("http://proxy.example.net:8080", 29,
+	    &proxy_cfg.upstream_proxy, &why) == -1)
+		bail("upstream_url_parse: %s", why);
+	memcpy(proxy_cfg.upstream_proxy.up_auth, "tok", 4);
+	proxy_cfg.upstream_proxy_on = 1;
+	rv = check(k, "{\"policy\":\"q\",\"rules\":[]}");
+	ok(rv == -1 && strstr(err, "proxy.example.net:8080 takes secret 'tok'") != NULL,
+	    "airlock.json's proxy, secret bound elsewhere: a policy that inherits it is "
+	    "refused (%s)", err);
+	ok(check(k, "{\"policy\":\"q\",\"rules\":[],\"upstream_proxy\":"
+	    "\"direct\"}") == 0, "... one that goes direct is not");
+	memset(&proxy_cfg.upstream_proxy, 0, sizeof(proxy_cfg.upstream_proxy));
+	proxy_cfg.upstream_proxy_on = 0;
 	proxy_keys_put(k);
 
 	/* Malformed images. */
