@@ -198,10 +198,18 @@ int
 policy_suggest_add(struct policy_suggest *s, const struct policy_seen *w)
 {
 	char norm[POLICY_PATH_MAX], abuf[64];
+	struct policy_seen w4;
+	struct netaddr v4;
 	const char *why;
 	struct sg_dest *d;
 
 	if (w->pw_host == NULL) {
+		/* an IPv6 address embedding an IPv4 one is that address (as decided) */
+		if (netaddr_embedded_v4(w->pw_addr, &v4)) {
+			w4 = *w;
+			w4.pw_addr = &v4;
+			w = &w4;
+		}
 		if (netaddr_classify(w->pw_addr, &why) == NETADDR_FLOOR) {
 			sg_note(s, "%s:%u left out: the floor refuses it (%s)",
 			    netaddr_fmt(w->pw_addr, abuf, sizeof(abuf)),

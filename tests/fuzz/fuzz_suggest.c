@@ -44,8 +44,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct policy_query q;
 	struct policy_seen w;
 	struct policy *p;
+	struct netaddr v4;
 	const char *why;
-	char *buf, *line, *save, *tok, *f[5], err[256], *text;
+	char *buf, *line, *save, *tok, *f[5], err[256], *text, abuf[64];
 	size_t n = 0, i, k;
 	unsigned siblings = 3, flags;
 	int nf, first = 1;
@@ -76,6 +77,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (netaddr_parse(f[1], &seen[n].addr) != 0)
 				continue;
 			seen[n].is_addr = 1;
+			/* as the engine and policy_decide() see it: its IPv4 address */
+			if (netaddr_embedded_v4(&seen[n].addr, &v4))
+				seen[n].addr = v4;
 		}
 		memset(&w, 0, sizeof(w));
 		w.pw_host = seen[n].is_addr ? NULL : seen[n].host;
@@ -125,8 +129,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    &seen[k].addr) : strcmp(seen[i].host,
 			    seen[k].host) == 0))
 				break;
-		if (i == n || v.pv_reason != POLICY_REASON_PROTOCOL_NOT_ALLOWED)
+		if (i == n || v.pv_reason != POLICY_REASON_PROTOCOL_NOT_ALLOWED) {
+			fprintf(stderr, "fuzz_suggest: %s port %u proto %d refused "
+			    "(%s) by:\n%s\n", seen[k].is_addr ? netaddr_fmt(
+			    &seen[k].addr, abuf, sizeof(abuf)) : seen[k].host, (unsigned)seen[k].port, (int)seen[k].proto,
+			    policy_reason_str(v.pv_reason), text);
 			abort();	/* something seen that the suggestion refuses */
+		}
 	}
 	policy_free(p);
 	policy_errors_free(&errs);
