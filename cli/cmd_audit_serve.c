@@ -269,21 +269,21 @@ api_records(struct serve *sv, struct evhttp_request *req)
 	from = (size_t)q.awq_offset < n ? (size_t)q.awq_offset : n;
 	cnt = n - from < (size_t)limit ? n - from : (size_t)limit;
 	/* desc: offset counts from the newest. */
-	page = q.awq_desc ? nums + (n - from - cnt) : nums + from;
-	if ((list = json_array()) != NULL && q.awq_desc) {
+	if (cnt == 0)
+		list = json_array();
+	else if (q.awq_desc) {
 		size_t i;
 
-		for (i = cnt; i > 0; i--)
+		page = nums + (n - from - cnt);
+		list = json_array();
+		for (i = cnt; list != NULL && i > 0; i--)
 			if (json_array_append_new(list, record_json(sv, page[i - 1],
 			    NULL)) == -1) {
 				json_decref(list);
 				list = NULL;
-				break;
 			}
-	} else {
-		json_decref(list);
-		list = records_json(sv, page, cnt);
-	}
+	} else
+		list = records_json(sv, nums + from, cnt);
 	free(nums);
 	if (list == NULL) {
 		serve_json(req, 500, NULL);
@@ -397,6 +397,12 @@ tail_try(struct serve *sv, struct evhttp_request *req,
 	size_t n, cnt;
 	json_t *list;
 
+	/*
+	 * Asked after a record the log no longer has (it was read again shorter,
+	 * or rotated): answered at once, "last" saying where to go on from.
+	 */
+	if (q->awq_after > audit_index_records(sv->sv_ix))
+		force = 1;
 	audit_web_filter(q, &f);
 	if (audit_index_find(sv->sv_ix, &f, q->awq_after, &nums, &n) == -1) {
 		serve_error(req, 500, strerror(errno));
@@ -410,8 +416,6 @@ tail_try(struct serve *sv, struct evhttp_request *req,
 	cnt = n < (size_t)limit ? n : (size_t)limit;
 	/* Where the next request goes on from: the last record looked at. */
 	last = cnt < n ? nums[cnt - 1] : audit_index_records(sv->sv_ix);
-	if (last < q->awq_after)
-		last = q->awq_after;
 	list = records_json(sv, nums, cnt);
 	free(nums);
 	if (list == NULL) {

@@ -130,6 +130,11 @@
 		box.textContent = text;
 		state.records = s.records;
 		state.generation = s.generation;
+		/* The files were read again (truncated, rotated): numbers changed. */
+		if (state.rereads !== undefined && state.rereads !== s.rereads &&
+		    state.view === 'records')
+			loadPage();
+		state.rereads = s.rereads;
 	}
 
 	function loadStatus() {
@@ -438,7 +443,7 @@
 				    j.records + ')';
 				$('count').dataset.total = String(state.total);
 			}
-			state.lastN = Math.max(state.lastN, j.last);
+			state.lastN = j.last;
 			loadStatus().catch(showError);
 			setTimeout(tailOnce, j.more ? 0 : 50);
 		}).catch(function (e) {
