@@ -16,7 +16,8 @@
 #                   (docs/md2man.pl): airlock.1, airlockd.8, airlock.json.5,
 #                   airlock-policy.5
 #   make install    [PREFIX=/usr/local] [DESTDIR=]: binaries, the configuration (kept
-#                   when there is one), policies, the guest image, the man pages,
+#                   when there is one), policies, the guest image, the audit view's
+#                   web files, the man pages,
 #                   the systemd unit and tmpfiles; make uninstall removes them (a
 #                   changed config stays)
 
@@ -82,7 +83,16 @@ FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 TOOL_SRCS := $(wildcard tests/tools/*.c)
 TOOLS	:= $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
 
-all: $(BINS) airlock airlockd
+# The audit view's web files (airlock audit serve), copied beside the binaries as
+# the guest image is, so the built airlock finds them as the installed one does.
+WEB_SRCS := $(wildcard web/*.html web/*.css web/*.js web/*.png)
+WEB	:= $(WEB_SRCS:web/%=$(O)/web/%)
+
+all: $(BINS) $(WEB) airlock airlockd
+
+$(O)/web/%: web/%
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # Convenience links at the top so README commands stay short.
 airlock airlockd: %: $(O)/%
@@ -217,6 +227,7 @@ MANDIR	= $(PREFIX)/share/man
 install: all guest man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
 	    $(DESTDIR)$(SHAREDIR)/policies/presets $(DESTDIR)$(SHAREDIR)/guest \
+	    $(DESTDIR)$(SHAREDIR)/web \
 	    $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(SYSCONFDIR)/airlock \
 	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(TMPFILESDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
@@ -226,6 +237,7 @@ install: all guest man
 	install -m 0644 policies/presets/*.json $(DESTDIR)$(SHAREDIR)/policies/presets/
 	install -m 0644 $(O)/guest/vmlinux $(O)/guest/initrd.cpio $(O)/guest/VERSION \
 	    $(DESTDIR)$(SHAREDIR)/guest/
+	install -m 0644 $(WEB_SRCS) $(DESTDIR)$(SHAREDIR)/web/
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man1/

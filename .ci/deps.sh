@@ -9,19 +9,25 @@ nghttp2-client python3-h2 python3-grpcio gdb prometheus
 clang libclang-rt-14-dev
 iproute2 nftables curl openssl bind9-dnsutils wrk groff-base man-db
 qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4
-ca-certificates squid-openssl"
+ca-certificates squid-openssl chromium"
 # (vmm: libvirtd + QEMU without libvirt-daemon-system, whose service scripts,
 # polkit and firewall dependencies are not needed: the VM tests start a private
 # libvirtd; busybox-static, cpio, lz4 build the default guest image; groff-base and
 # man-db check and render the man pages, tests/integration/man.t; squid-openssl is
 # the corporate proxy of tests/integration/upstream_proxy.t, run only inside that
 # test's namespaces: Debian's other build, squid, conflicts with it, and make bench
-# installs this one.)
+# installs this one; chromium, and node with npm below, run the audit view's browser
+# test, tests/integration/audit_serve.t, which installs its npm packages itself from
+# tests/browser.)
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
 	    missing="$missing $p"
 done
+# Debian's nodejs and npm, only where there is no npm at all: a node installed
+# otherwise (a vendor's nodejs package, which has npm inside and conflicts with
+# Debian's) is used as it is, never replaced.
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 # airlockd drops to this user after binding its ports (config "user").
 ensure_user() {
 	getent passwd airlock >/dev/null && return 0

@@ -51,6 +51,56 @@ void	audit_agg_slot_take(struct audit_agg_slot *s, const char *sb,
 /* The next slot in use from *i (start at 0), or NULL at the end. */
 struct audit_agg_slot *audit_agg_next(struct audit_agg_table *ag, size_t *i);
 
+/*
+ * The fields of one record the read tools look at (audit_query.c); strings borrowed
+ * from av_doc (the parsed line), or, in a view the index makes (audit_index.c), from
+ * its table of names.
+ */
+#define AUDIT_VIEW_HOST_MAX	256
+struct audit_view {
+	struct json_t	*av_doc;
+	const char	*av_ts;
+	const char	*av_sandbox;
+	const char	*av_event;
+	const char	*av_dst;
+	const char	*av_qname;
+	const char	*av_decision;
+	const char	*av_rule;
+	const char	*av_reason;
+	const char	*av_method;
+	const char	*av_path;
+	long long	 av_status;	/* -1 if none */
+	long long	 av_ts_ms;	/* ts in ms since the epoch, -1 if none */
+	long long	 av_times;	/* events it stands for: 1 + "suppressed"
+					   (only "suppressed" for an aggregate flush) */
+	int		 av_would_deny;
+	const char	*av_host;	/* host of dst (or qname), lower case, no
+					   port, no trailing dot; "" if none */
+	char		 av_hostbuf[AUDIT_VIEW_HOST_MAX];
+};
+
+/* audit_query.c */
+/* Parses a line into v.  Returns 0, or -1 if it is not a JSON object. */
+int	audit_view_parse(struct audit_view *v, const char *line, size_t len);
+void	audit_view_clear(struct audit_view *v);
+/* 1 if v passes every filter of f but af_text, else 0. */
+int	audit_filter_match(const struct audit_filter *f, const struct audit_view *v);
+/* 1 if the line passes f's af_text (or f has none), else 0. */
+int	audit_filter_text(const struct audit_filter *f, const char *line, size_t len);
+/* A summary as `audit summary --json` prints it, empty; NULL on ENOMEM. */
+struct json_t *audit_summary_new(void);
+/* Counts v into such a summary; *oom set when memory ran out. */
+void	audit_summary_add(struct json_t *root, const struct audit_view *v, int *oom);
+/*
+ * Such a summary for the web view: {"records", "reasons": [{"reason", "count"}],
+ * "sandboxes": [{"sandbox", "records", "allowed": [{"host", "count", "first",
+ * "last"}] (the top ones), "allowed_hosts" (how many), "denied", "denied_hosts",
+ * "would_deny", "would_deny_hosts", "reasons"}]}, sorted as `audit summary` prints
+ * them; only sandbox's when it is not NULL.  NULL on ENOMEM.
+ */
+struct json_t *audit_summary_view(struct json_t *root, const char *sandbox,
+	    size_t top);
+
 /* audit_verify.c */
 /*
  * Checks one line on its own (no '\n'): the hash suffix, the recomputed hash (with

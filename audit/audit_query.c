@@ -13,28 +13,7 @@
 #include <jansson.h>
 
 #include "audit.h"
-
-#define HOST_MAX	256
-
-/* The fields of one record the read tools look at; strings borrowed from av_doc. */
-struct audit_view {
-	json_t		*av_doc;
-	const char	*av_ts;
-	const char	*av_sandbox;
-	const char	*av_event;
-	const char	*av_dst;
-	const char	*av_qname;
-	const char	*av_decision;
-	const char	*av_rule;
-	const char	*av_reason;
-	const char	*av_method;
-	const char	*av_path;
-	long long	 av_status;	/* -1 if none */
-	long long	 av_times;	/* events it stands for: 1 + "suppressed"
-					   (only "suppressed" for an aggregate flush) */
-	int		 av_would_deny;
-	char		 av_host[HOST_MAX];	/* "" if none */
-};
+#include "audit_int.h"
 
 static const char *
 view_str(json_t *o, const char *key)
@@ -65,21 +44,26 @@ host_norm(const char *s, char *buf, size_t len)
 	n = end != NULL ? (size_t)(end - s) : strlen(s);
 	if (n > 0 && s[n - 1] == '.')
 		n--;
-	if (n >= len)
+	if (n >= len) {
+		/* Cut at a character's start: a summary's keys must stay UTF-8. */
 		n = len - 1;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
 	for (i = 0; i < n; i++)
 		buf[i] = (char)tolower((unsigned char)s[i]);
 	buf[n] = '\0';
 }
 
-/* Parses a line into v.  Returns 0, or -1 if it is not a JSON object. */
-static int
-view_parse(struct audit_view *v, const char *line, size_t len)
+int
+audit_view_parse(struct audit_view *v, const char *line, size_t len)
 {
 	json_t *o, *st;
 
 	memset(v, 0, sizeof(*v));
 	v->av_status = -1;
+	v->av_ts_ms = -1;
+	v->av_host = v->av_hostbuf;
 	if ((o = json_loadb(line, len, 0, NULL)) == NULL)
 		return -1;
 	if (!json_is_object(o)) {
@@ -107,14 +91,16 @@ view_parse(struct audit_view *v, const char *line, size_t len)
 	    strcmp(json_string_value(st), "flush") != 0)
 		v->av_times++;
 	if (v->av_dst != NULL)
-		host_norm(v->av_dst, v->av_host, sizeof(v->av_host));
+		host_norm(v->av_dst, v->av_hostbuf, sizeof(v->av_hostbuf));
 	else if (v->av_qname != NULL)
-		host_norm(v->av_qname, v->av_host, sizeof(v->av_host));
+		host_norm(v->av_qname, v->av_hostbuf, sizeof(v->av_hostbuf));
+	if (v->av_ts != NULL && audit_time_parse(v->av_ts, 0, &v->av_ts_ms) == -1)
+		v->av_ts_ms = -1;
 	return 0;
 }
 
-static void
-view_clear(struct audit_view *v)
+void
+audit_view_clear(struct audit_view *v)
 {
 	json_decref(v->av_doc);
 	v->av_doc = NULL;
@@ -123,7 +109,7 @@ view_clear(struct audit_view *v)
 int
 audit_host_match(const char *pattern, const char *host)
 {
-	char p[HOST_MAX], h[HOST_MAX];
+	char p[AUDIT_VIEW_HOST_MAX], h[AUDIT_VIEW_HOST_MAX];
 	size_t pl, hl;
 	int below_only = 0;
 
@@ -152,11 +138,28 @@ audit_host_match(const char *pattern, const char *host)
 	return hl > pl && strcmp(h + hl - pl, p) == 0;
 }
 
+/* 1 if needle (NUL-terminated) is in hay[0..len-1], ASCII case ignored. */
 static int
-filter_match(const struct audit_filter *f, const struct audit_view *v)
+contains_nocase(const char *hay, size_t len, const char *needle)
 {
-	long long ms;
+	size_t nl = strlen(needle), i, j;
 
+	if (nl == 0)
+		return 1;
+	for (i = 0; i + nl <= len; i++) {
+		for (j = 0; j < nl; j++)
+			if (tolower((unsigned char)hay[i + j]) !=
+			    tolower((unsigned char)needle[j]))
+				break;
+		if (j == nl)
+			return 1;
+	}
+	return 0;
+}
+
+int
+audit_filter_match(const struct audit_filter *f, const struct audit_view *v)
+{
 	if (f->af_sandbox != NULL && (v->av_sandbox == NULL ||
 	    strcmp(f->af_sandbox, v->av_sandbox) != 0))
 		return 0;
@@ -166,18 +169,30 @@ filter_match(const struct audit_filter *f, const struct audit_view *v)
 	if (f->af_event != NULL && (v->av_event == NULL ||
 	    strcmp(f->af_event, v->av_event) != 0))
 		return 0;
+	if (f->af_reason != NULL && (v->av_reason == NULL ||
+	    strcmp(f->af_reason, v->av_reason) != 0))
+		return 0;
 	if (f->af_host != NULL && (v->av_host[0] == '\0' ||
 	    !audit_host_match(f->af_host, v->av_host)))
 		return 0;
+	if (f->af_host_part != NULL && (v->av_host[0] == '\0' ||
+	    !contains_nocase(v->av_host, strlen(v->av_host), f->af_host_part)))
+		return 0;
 	if (f->af_since >= 0 || f->af_until >= 0) {
-		if (v->av_ts == NULL || audit_time_parse(v->av_ts, 0, &ms) == -1)
+		if (v->av_ts_ms < 0)
 			return 0;
-		if (f->af_since >= 0 && ms < f->af_since)
+		if (f->af_since >= 0 && v->av_ts_ms < f->af_since)
 			return 0;
-		if (f->af_until >= 0 && ms > f->af_until)
+		if (f->af_until >= 0 && v->av_ts_ms > f->af_until)
 			return 0;
 	}
 	return 1;
+}
+
+int
+audit_filter_text(const struct audit_filter *f, const char *line, size_t len)
+{
+	return f->af_text == NULL || contains_nocase(line, len, f->af_text);
 }
 
 /*
@@ -261,13 +276,13 @@ records_foreach(char *const *paths, int n, FILE *errf, char *err, size_t errlen,
 		lineno = 0;
 		while ((rc = audit_reader_next(r, &line, &len, &complete)) == 1) {
 			lineno++;
-			if (view_parse(&v, line, len) == -1) {
+			if (audit_view_parse(&v, line, len) == -1) {
 				fprintf(errf, "airlock: warning: %s:%lld: not a JSON "
 				    "record, skipped\n", paths[i], lineno);
 				continue;
 			}
 			fn(arg, &v, line, len);
-			view_clear(&v);
+			audit_view_clear(&v);
 		}
 		if (rc == -1) {
 			snprintf(err, errlen, "%s:%lld: %s", paths[i], lineno + 1,
@@ -292,7 +307,8 @@ query_one(void *arg, const struct audit_view *v, const char *line, size_t len)
 {
 	struct query_ctx *qc = arg;
 
-	if (!filter_match(qc->qc_filter, v))
+	if (!audit_filter_match(qc->qc_filter, v) ||
+	    !audit_filter_text(qc->qc_filter, line, len))
 		return;
 	if (qc->qc_json) {
 		fwrite(line, 1, len, qc->qc_out);
@@ -375,23 +391,19 @@ host_count(json_t *map, const char *host, long long n, const char *ts, int *oom)
 			*oom = 1;
 }
 
-static void
-summary_one(void *arg, const struct audit_view *v, const char *line, size_t len)
+void
+audit_summary_add(json_t *root, const struct audit_view *v, int *oom)
 {
-	struct summary_ctx *sc = arg;
 	json_t *sbx, *sb;
 	const char *ts;
-	int *oom = &sc->sc_oom;
 
-	(void)line;
-	(void)len;
-	obj_count(sc->sc_root, "records", oom);
+	obj_count(root, "records", oom);
 	if (v->av_reason != NULL)
-		obj_add(obj_child(sc->sc_root, "reasons", oom), v->av_reason,
+		obj_add(obj_child(root, "reasons", oom), v->av_reason,
 		    v->av_times, oom);
 	if (v->av_sandbox == NULL || *oom)
 		return;
-	if ((sbx = obj_child(sc->sc_root, "sandboxes", oom)) == NULL ||
+	if ((sbx = obj_child(root, "sandboxes", oom)) == NULL ||
 	    (sb = obj_child(sbx, v->av_sandbox, oom)) == NULL)
 		return;
 	obj_count(sb, "records", oom);
@@ -408,6 +420,31 @@ summary_one(void *arg, const struct audit_view *v, const char *line, size_t len)
 		    ts, oom);
 	if (v->av_would_deny && !*oom)
 		host_count(obj_child(sb, "would_deny", oom), v->av_host, 1, ts, oom);
+}
+
+static void
+summary_one(void *arg, const struct audit_view *v, const char *line, size_t len)
+{
+	struct summary_ctx *sc = arg;
+
+	(void)line;
+	(void)len;
+	audit_summary_add(sc->sc_root, v, &sc->sc_oom);
+}
+
+json_t *
+audit_summary_new(void)
+{
+	json_t *root;
+
+	if ((root = json_object()) == NULL ||
+	    json_object_set_new(root, "records", json_integer(0)) == -1 ||
+	    json_object_set_new(root, "sandboxes", json_object()) == -1 ||
+	    json_object_set_new(root, "reasons", json_object()) == -1) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
 }
 
 static long long
@@ -542,10 +579,7 @@ audit_summary(char *const *paths, int n, int json, FILE *out, FILE *errf,
 	struct summary_ctx sc = { NULL, 0 };
 	int rv = -1;
 
-	if ((sc.sc_root = json_object()) == NULL ||
-	    json_object_set_new(sc.sc_root, "records", json_integer(0)) == -1 ||
-	    json_object_set_new(sc.sc_root, "sandboxes", json_object()) == -1 ||
-	    json_object_set_new(sc.sc_root, "reasons", json_object()) == -1) {
+	if ((sc.sc_root = audit_summary_new()) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -574,4 +608,108 @@ audit_summary(char *const *paths, int n, int json, FILE *out, FILE *errf,
  out:
 	json_decref(sc.sc_root);
 	return rv;
+}
+
+/*
+ * The summary as the web view shows it: maps become lists sorted as `audit
+ * summary` prints them, each host list cut to its top entries (with the number of
+ * hosts beside it), so that a log of a million names is still a small answer.
+ */
+static int
+list_add(json_t *list, json_t *item)
+{
+	return item == NULL || json_array_append_new(list, item) == -1 ? -1 : 0;
+}
+
+static int
+hosts_top(json_t *dst, const char *name, json_t *map, size_t top)
+{
+	const char **keys;
+	char count_key[64];
+	json_t *list, *h;
+	size_t n = 0, i;
+	int rv = -1;
+
+	if ((list = json_array()) == NULL ||
+	    json_object_set_new(dst, name, list) == -1)
+		return -1;
+	snprintf(count_key, sizeof(count_key), "%s_hosts", name);
+	if (map == NULL)
+		return json_object_set_new(dst, count_key, json_integer(0));
+	if ((keys = keys_sorted(map, 1, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n && i < top; i++) {
+		h = json_object_get(map, keys[i]);
+		if (list_add(list, json_pack("{s:s, s:I, s:O?, s:O?}", "host", keys[i],
+		    "count", (json_int_t)obj_int(h, "count"), "first",
+		    json_object_get(h, "first"), "last",
+		    json_object_get(h, "last"))) == -1)
+			goto out;
+	}
+	rv = json_object_set_new(dst, count_key, json_integer((json_int_t)n));
+ out:
+	free(keys);
+	return rv;
+}
+
+static json_t *
+reasons_list(json_t *map)
+{
+	const char **keys = NULL;
+	json_t *list;
+	size_t n = 0, i;
+
+	if ((list = json_array()) == NULL)
+		return NULL;
+	if (map != NULL && (keys = keys_sorted(map, 1, &n)) == NULL)
+		goto fail;
+	for (i = 0; i < n; i++)
+		if (list_add(list, json_pack("{s:s, s:I}", "reason", keys[i],
+		    "count", (json_int_t)obj_int(map, keys[i]))) == -1)
+			goto fail;
+	free(keys);
+	return list;
+ fail:
+	free(keys);
+	json_decref(list);
+	return NULL;
+}
+
+json_t *
+audit_summary_view(json_t *root, const char *sandbox, size_t top)
+{
+	const char **names = NULL;
+	json_t *out, *list, *sbx, *sb, *o;
+	size_t n = 0, i;
+
+	sbx = json_object_get(root, "sandboxes");
+	if ((out = json_pack("{s:I}", "records",
+	    (json_int_t)obj_int(root, "records"))) == NULL ||
+	    json_object_set_new(out, "reasons",
+	    reasons_list(json_object_get(root, "reasons"))) == -1 ||
+	    (list = json_array()) == NULL ||
+	    json_object_set_new(out, "sandboxes", list) == -1 ||
+	    (sbx != NULL && (names = keys_sorted(sbx, 0, &n)) == NULL))
+		goto fail;
+	for (i = 0; i < n; i++) {
+		if (sandbox != NULL && strcmp(sandbox, names[i]) != 0)
+			continue;
+		sb = json_object_get(sbx, names[i]);
+		if ((o = json_pack("{s:s, s:I}", "sandbox", names[i], "records",
+		    (json_int_t)obj_int(sb, "records"))) == NULL ||
+		    json_array_append_new(list, o) == -1 ||
+		    hosts_top(o, "allowed", json_object_get(sb, "allowed"), top) == -1 ||
+		    hosts_top(o, "denied", json_object_get(sb, "denied"), top) == -1 ||
+		    hosts_top(o, "would_deny", json_object_get(sb, "would_deny"),
+		    top) == -1 ||
+		    json_object_set_new(o, "reasons",
+		    reasons_list(json_object_get(sb, "reasons"))) == -1)
+			goto fail;
+	}
+	free(names);
+	return out;
+ fail:
+	free(names);
+	json_decref(out);
+	return NULL;
 }

@@ -53,6 +53,22 @@ audit_reader_open(const char *path)
 	return NULL;
 }
 
+struct audit_reader *
+audit_reader_fdopen(int fd)
+{
+	struct audit_reader *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->rd_fd = fd;
+	r->rd_cap = READER_CHUNK;
+	if ((r->rd_buf = malloc(r->rd_cap)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
 int
 audit_reader_next(struct audit_reader *r, const char **line, size_t *len,
     int *complete)

@@ -72,8 +72,16 @@ int	cmd_policy(const struct cli_ctx *ctx, int argc, char **argv);
 extern const struct cli_group cli_policy_group;
 /* cmd_policy_suggest.c: airlock policy suggest */
 int	policy_cmd_suggest(const struct cli_ctx *ctx, int argc, char **argv);
-/* cmd_audit.c: airlock audit verify|query|summary */
+/* cmd_audit.c: airlock audit verify|query|summary|serve */
 extern const struct cli_group cli_audit_group;
+/*
+ * cmd_audit_serve.c: the web view of the files paths[0..n-1] (one chain, oldest
+ * first; key the HMAC key or NULL) on listen ("ADDR:PORT", a loopback address, or
+ * "localhost:PORT"), until SIGINT or SIGTERM.  Returns the exit status.
+ */
+#define CLI_AUDIT_SERVE_LISTEN	"127.0.0.1:9346"
+int	cli_audit_serve(char *const *paths, int n, const unsigned char *key,
+	    size_t keylen, const char *listen);
 /* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */
 int	cmd_reload(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_stats(const struct cli_ctx *ctx, int argc, char **argv);

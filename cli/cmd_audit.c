@@ -1,11 +1,13 @@
 /*
- * cli/cmd_audit.c: airlock audit verify|query|summary.
+ * cli/cmd_audit.c: airlock audit verify|query|summary|serve (serve's server is
+ * cmd_audit_serve.c).
  *
  *	airlock audit verify [--strict] [--head HASH] [--expect-seq N]
  *	    [--key-file FILE] [FILE...]
  *	airlock audit query [--sandbox S] [--decision allow|deny] [--host H]
  *	    [--event E] [--since T] [--until T] [--json] [FILE...]
  *	airlock audit summary [--json] [FILE...]
+ *	airlock audit serve [--listen ADDR:PORT] [--key-file FILE] [FILE...]
  *
  * Several FILEs are one chain in rotation order, oldest first (audit.jsonl.2
  * audit.jsonl.1 audit.jsonl).  Without FILE the configured audit path is used.
@@ -63,6 +65,34 @@ audit_files_default(const struct cli_ctx *ctx, struct audit_args *aa)
 	return 0;
 }
 
+/*
+ * After the options: the FILEs (audit_files_default) and, with --key-file, its key
+ * into key (*keylen bytes).  Returns 0, or -1 after a message.
+ */
+static int
+audit_args_done(const struct cli_ctx *ctx, struct audit_args *aa,
+    const char *key_file, unsigned char key[AUDIT_KEY_MAX], size_t *keylen)
+{
+	char err[512];
+
+	if (audit_files_default(ctx, aa) == -1)
+		return -1;
+	if (key_file != NULL && audit_key_load(key_file, key, keylen, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "airlock: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* An option the subcommand argv[1] does not take: said, with the usage (2). */
+static int
+audit_unknown(char **argv, const char *opt)
+{
+	fprintf(stderr, "airlock: audit %s: unknown option %s\n", argv[1], opt);
+	return audit_usage();
+}
+
 /* Takes the value of option argv[*i]; NULL (after a message) if there is none. */
 static const char *
 opt_value(int argc, char **argv, int *i)
@@ -72,6 +102,25 @@ opt_value(int argc, char **argv, int *i)
 		return NULL;
 	}
 	return argv[++*i];
+}
+
+/*
+ * argv[*i], which is none of the subcommand's own options: --key-file FILE, a FILE,
+ * or an unknown option.  Returns 0, or -1 after a message with *rv the status.
+ */
+static int
+audit_arg_rest(int argc, char **argv, int *i, struct audit_args *aa,
+    const char **key_file, int *rv)
+{
+	if (strcmp(argv[*i], "--key-file") == 0) {
+		if ((*key_file = opt_value(argc, argv, i)) == NULL)
+			return -1;
+	} else if (argv[*i][0] == '-' && argv[*i][1] != '\0') {
+		*rv = audit_unknown(argv, argv[*i]);
+		return -1;
+	} else
+		aa->aa_files[aa->aa_nfiles++] = argv[*i];
+	return 0;
 }
 
 static int
@@ -98,7 +147,7 @@ static int
 cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 {
 	unsigned char key[AUDIT_KEY_MAX];
-	char head[AUDIT_HASH_HEX + 1], why[512], err[512];
+	char head[AUDIT_HASH_HEX + 1], why[512];
 	struct audit_file_result res;
 	struct audit_chain c;
 	struct audit_args aa;
@@ -133,24 +182,11 @@ cmd_audit_verify(const struct cli_ctx *ctx, int argc, char **argv)
 				    "--expect-seq wants a positive number\n");
 				goto out;
 			}
-		} else if (strcmp(argv[i], "--key-file") == 0) {
-			if ((key_file = opt_value(argc, argv, &i)) == NULL)
-				goto out;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "airlock: audit verify: unknown option "
-			    "%s\n", argv[i]);
-			rv = audit_usage();
+		} else if (audit_arg_rest(argc, argv, &i, &aa, &key_file, &rv) == -1)
 			goto out;
-		} else
-			aa.aa_files[aa.aa_nfiles++] = argv[i];
 	}
-	if (audit_files_default(ctx, &aa) == -1)
+	if (audit_args_done(ctx, &aa, key_file, key, &keylen) == -1)
 		goto out;
-	if (key_file != NULL && audit_key_load(key_file, key, &keylen, err,
-	    sizeof(err)) == -1) {
-		fprintf(stderr, "airlock: %s\n", err);
-		goto out;
-	}
 	audit_chain_init(&c, keylen > 0 ? key : NULL, keylen);
 	c.ac_want_hash = have_head ? head : NULL;
 	c.ac_want_seq = want_seq;
@@ -291,9 +327,7 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 		    strcmp(opt, "--decision") != 0 && strcmp(opt, "--host") != 0 &&
 		    strcmp(opt, "--event") != 0 && strcmp(opt, "--since") != 0 &&
 		    strcmp(opt, "--until") != 0)) {
-			fprintf(stderr, "airlock: audit %s: unknown option %s\n",
-			    argv[1], opt);
-			rv = audit_usage();
+			rv = audit_unknown(argv, opt);
 			goto out;
 		}
 		if ((v = opt_value(argc, argv, &i)) == NULL)
@@ -330,13 +364,8 @@ cmd_audit_read(const struct cli_ctx *ctx, int argc, char **argv, int summary)
 			goto out;
 		}
 	}
-	if (audit_files_default(ctx, &aa) == -1)
+	if (audit_args_done(ctx, &aa, key_file, key, &keylen) == -1)
 		goto out;
-	if (key_file != NULL && audit_key_load(key_file, key, &keylen, err,
-	    sizeof(err)) == -1) {
-		fprintf(stderr, "airlock: %s\n", err);
-		goto out;
-	}
 	if (summary)
 		tampered = audit_summary_check(&aa, keylen > 0 ? key : NULL, keylen);
 	if ((summary ? audit_summary(aa.aa_files, aa.aa_nfiles, json, stdout,
@@ -364,6 +393,35 @@ cmd_audit_summary(const struct cli_ctx *ctx, int argc, char **argv)
 	return cmd_audit_read(ctx, argc, argv, 1);
 }
 
+/* serve: its options here, like the others'; the server is cmd_audit_serve.c. */
+static int
+cmd_audit_serve(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	unsigned char key[AUDIT_KEY_MAX];
+	struct audit_args aa;
+	const char *listen = CLI_AUDIT_SERVE_LISTEN, *key_file = NULL;
+	size_t keylen = 0;
+	int i, rv = 2;
+
+	if (audit_args_init(&aa, argc) == -1)
+		return 2;
+	for (i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--listen") == 0) {
+			if ((listen = opt_value(argc, argv, &i)) == NULL)
+				goto out;
+		} else if (audit_arg_rest(argc, argv, &i, &aa, &key_file, &rv) == -1)
+			goto out;
+	}
+	if (audit_args_done(ctx, &aa, key_file, key, &keylen) == -1)
+		goto out;
+	rv = cli_audit_serve(aa.aa_files, aa.aa_nfiles, keylen > 0 ? key : NULL,
+	    keylen, listen);
+ out:
+	OPENSSL_cleanse(key, sizeof(key));
+	free(aa.aa_argv);
+	return rv;
+}
+
 static const struct cli_sub audit_subs[] = {
 	{ "verify", cmd_audit_verify, "[--strict] [--head HASH] [--expect-seq N] "
 	  "[--key-file FILE] [FILE...]" },
@@ -371,6 +429,8 @@ static const struct cli_sub audit_subs[] = {
 	  "[--host H] [--event E]\n"
 	  "           [--since T] [--until T] [--json] [FILE...]" },
 	{ "summary", cmd_audit_summary, "[--key-file FILE] [--json] [FILE...]" },
+	{ "serve", cmd_audit_serve, "[--listen ADDR:PORT] [--key-file FILE] "
+	  "[FILE...]" },
 	{ NULL, NULL, NULL }
 };
 static const char *const audit_help[] = { "-h", "--help", NULL };

@@ -32,7 +32,7 @@ static const struct cli_cmd {
 	{ "policy", &cli_policy_group, cmd_policy,
 	  "policy check FILE... | policy test FILE HOST[:PORT] [METHOD PATH]" },
 	{ "audit", &cli_audit_group, NULL,
-	  "audit verify [options] [FILE...] | audit query [filters] [--json] [FILE...] | audit summary [--key-file FILE] [--json] [FILE...]" },
+	  "audit verify [options] [FILE...] | audit query [filters] [--json] [FILE...] | audit summary [--key-file FILE] [--json] [FILE...] | audit serve [--listen ADDR:PORT] [FILE...]" },
 	{ "reload", NULL, cmd_reload, "reload [--json]" },
 	{ "stats", NULL, cmd_stats, "stats [--json]" },
 	{ "metrics", NULL, cmd_metrics, "metrics [--json]" },

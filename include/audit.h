@@ -282,6 +282,8 @@ int	audit_verify_file(const char *path, struct audit_chain *c,
  */
 struct audit_reader;
 struct audit_reader *audit_reader_open(const char *path);
+/* The same on fd from where it stands; fd is borrowed (not closed by the reader). */
+struct audit_reader *audit_reader_fdopen(int fd);
 int	audit_reader_next(struct audit_reader *r, const char **line, size_t *len,
 	    int *complete);
 void	audit_reader_close(struct audit_reader *r);
@@ -303,6 +305,9 @@ void	audit_time_format(long long ms, char *buf, size_t len);
  *	af_host: "name" exact, ".suffix" the name or any name below it, "*.suffix" only
  *	names below it; case-insensitive, trailing dot ignored; matched against the host
  *	part of dst (or the "qname" of a dns record without dst).
+ *	af_host_part: a part of that host (a substring, case-insensitive).
+ *	af_reason: the record's reason code, exactly.
+ *	af_text: a part of the line as written (JSON-escaped), case-insensitive.
  *	af_since/af_until: inclusive bounds in ms (see audit_time_parse), -1 for none.
  */
 struct audit_filter {
@@ -310,6 +315,9 @@ struct audit_filter {
 	const char	*af_decision;
 	const char	*af_host;
 	const char	*af_event;
+	const char	*af_reason;
+	const char	*af_host_part;
+	const char	*af_text;
 	long long	 af_since;
 	long long	 af_until;
 };
@@ -330,5 +338,154 @@ int	audit_query(char *const *paths, int n, const struct audit_filter *f, int jso
  */
 int	audit_summary(char *const *paths, int n, int json, FILE *out, FILE *errf,
 	    char *err, size_t errlen);
+
+/*
+ * The index of `airlock audit serve`: the records of files (one chain in rotation
+ * order, oldest first) read once, then again only as far as they grew, so that a
+ * request reads no whole file.  For each record it keeps the line's place and the
+ * fields filters look at (names shared in one table), the chain's state (the same
+ * verifier as audit verify, carried line by line), and the summary (the same
+ * counts as audit summary).  Records are numbered 1..N across the files.
+ *
+ * audit_index_update() looks at the files again: what was appended to the last one
+ * is read (a last line without its newline waits for it); any other change (a file
+ * shorter, replaced at its path (rotation), changed without growing, the last
+ * indexed line no longer what it was, an earlier file grown) reads them all again
+ * from the start.  An edit before the end made together with an append is seen
+ * only at such a rereading: audit verify remains the check of record.
+ */
+struct audit_index;
+enum audit_index_state {
+	AUDIT_INDEX_OK = 0,		/* every record verifies */
+	AUDIT_INDEX_EMPTY,		/* no record (nothing verified) */
+	AUDIT_INDEX_TAMPERED,		/* the chain breaks at ais_bad_path:ais_bad_line */
+	AUDIT_INDEX_UNREADABLE,		/* a file cannot be read (ais_bad_path, ais_why) */
+};
+struct audit_index_status {
+	enum audit_index_state ais_state;
+	long long	 ais_records;		/* records indexed */
+	long long	 ais_generation;	/* one more at each change seen */
+	long long	 ais_rereads;		/* times every file was read again */
+	const char	*ais_bad_path;		/* the file of the first bad line */
+	long long	 ais_bad_line;		/* its line in that file (1-based) */
+	long long	 ais_bad_n;		/* its record number */
+	char		 ais_why[256];
+	long long	 ais_first_seq;		/* of the records that verify */
+	long long	 ais_last_seq;
+	char		 ais_first_prev[AUDIT_HASH_HEX + 1];
+	char		 ais_head[AUDIT_HASH_HEX + 1];
+	long long	 ais_pending;		/* bytes of a last line without '\n' yet */
+};
+/* One record as the index gives it out. */
+struct audit_index_rec {
+	long long	 air_n;			/* 1..records */
+	const char	*air_path;		/* its file */
+	long long	 air_line;		/* its line in that file */
+	int		 air_verified;		/* before the first bad line */
+	char		*air_text;		/* the line, NUL-terminated (malloc) */
+	size_t		 air_len;
+};
+/*
+ * An index of the files paths[0..n-1] (copied) read with the HMAC key (copied;
+ * NULL for none), nothing read yet.  NULL on ENOMEM.
+ */
+struct audit_index *audit_index_new(char *const *paths, int n,
+	    const unsigned char *key, size_t keylen);
+/*
+ * Reads what changed (everything the first time).  *changed is 1 when the records,
+ * the chain's state or a file's readability changed.  Returns 0, or -1 with err
+ * when memory ran out (the index is then empty and tries again next time); a file
+ * that cannot be read is not an error here: the status says so.
+ */
+int	audit_index_update(struct audit_index *ix, int *changed, char *err,
+	    size_t errlen);
+void	audit_index_status(const struct audit_index *ix,
+	    struct audit_index_status *st);
+/* Records indexed (audit_index_status()'s ais_records, for less). */
+long long audit_index_records(const struct audit_index *ix);
+/* The files: *n of them; path and records of file i (0-based) by the next call. */
+int	audit_index_nfiles(const struct audit_index *ix);
+const char *audit_index_file(const struct audit_index *ix, int i,
+	    long long *records, int *error);
+/*
+ * The numbers of the records after record `after` (0: from the first) that pass f,
+ * ascending, in *out (malloc; *n of them; NULL when none).  Returns 0, or -1
+ * (ENOMEM, or the errno of a read for f->af_text).
+ */
+int	audit_index_find(struct audit_index *ix, const struct audit_filter *f,
+	    long long after, long long **out, size_t *n);
+/* Record n into *r (release with audit_index_rec_free).  Returns 0, or -1 (errno). */
+int	audit_index_get(struct audit_index *ix, long long n,
+	    struct audit_index_rec *r);
+void	audit_index_rec_free(struct audit_index_rec *r);
+/*
+ * The summary (the counts of audit summary) of every sandbox, or of sandbox only,
+ * as JSON text (malloc): each host list cut to its top entries, and per sandbox its
+ * exfil records, counted, the last nexfil of them listed.  NULL on ENOMEM.
+ */
+char	*audit_index_summary(struct audit_index *ix, const char *sandbox,
+	    size_t top, size_t nexfil);
+void	audit_index_free(struct audit_index *ix);
+
+/*
+ * What the web view of `airlock audit serve` takes from a request (audit_web.c):
+ * pure checks of bytes a browser sent, or a hostile page through it, before
+ * anything is looked up.  docs/AUDIT.md, "The web view", is the reference.
+ */
+#define AUDIT_WEB_STR_MAX	256		/* a parameter's value, decoded */
+#define AUDIT_WEB_QUERY_MAX	4096		/* a query string, as sent */
+#define AUDIT_WEB_LIMIT_MAX	500		/* records per answer */
+#define AUDIT_WEB_WAIT_MAX	25		/* seconds a tail request waits */
+#define AUDIT_WEB_TOP_MAX	100		/* hosts per list of a summary */
+/* The parameters a request may carry, by group. */
+#define AUDIT_WEB_FILTERS	0x01	/* sandbox event decision reason host
+					   host_part q since until */
+#define AUDIT_WEB_PAGE		0x02	/* offset limit order */
+#define AUDIT_WEB_TAIL		0x04	/* after limit wait */
+#define AUDIT_WEB_RECORD	0x08	/* n */
+#define AUDIT_WEB_SUMMARY	0x10	/* sandbox top */
+struct audit_web_query {
+	char		 awq_sandbox[AUDIT_WEB_STR_MAX + 1];	/* "": not given */
+	char		 awq_event[16];
+	char		 awq_decision[8];
+	char		 awq_reason[AUDIT_WEB_STR_MAX + 1];
+	char		 awq_host[AUDIT_WEB_STR_MAX + 1];
+	char		 awq_host_part[AUDIT_WEB_STR_MAX + 1];
+	char		 awq_text[AUDIT_WEB_STR_MAX + 1];
+	long long	 awq_since;		/* ms, -1: not given */
+	long long	 awq_until;
+	long long	 awq_offset;		/* 0 */
+	long long	 awq_limit;		/* 0: not given */
+	long long	 awq_after;		/* 0 */
+	long long	 awq_n;			/* 0: not given */
+	long long	 awq_wait;		/* -1: not given */
+	long long	 awq_top;		/* 0: not given */
+	int		 awq_desc;		/* order=desc */
+};
+/*
+ * Parses the query string (as sent, without '?'; NULL or "" for none) into *q: the
+ * parameters of the groups in `which` only, each at most once, '+' and %XX decoded
+ * (a bad escape, NUL or another control byte refused), values bounded; an empty
+ * value is as none.  Returns 0, or -1 with a message for a 400 in err.
+ */
+int	audit_web_query_parse(const char *query, unsigned int which,
+	    struct audit_web_query *q, char *err, size_t errlen);
+/* The filter of q (pointers into q). */
+void	audit_web_filter(const struct audit_web_query *q, struct audit_filter *f);
+/*
+ * 1 if a Host header names the listening address itself: "ADDR:PORT" (addr its text
+ * form; "[ADDR]:PORT" for IPv6) or "localhost:PORT" (any case), without the port
+ * when it is 80.  Any other name (one a hostile page rebound to loopback) is 0.
+ */
+int	audit_web_host_ok(const char *host, const char *addr, int v6,
+	    unsigned int port);
+/*
+ * The web file a path names: "/" is index.html, "/NAME" a name of [a-z0-9._-]
+ * (1-64 bytes, starting with a letter or digit, no "..") ending in .html, .css, .js
+ * or .png, into name (len >= 65) with its Content-Type.  Returns 0, or -1 for any
+ * other path (a folder, an escape, a dot file: 404).
+ */
+int	audit_web_static(const char *path, char *name, size_t len,
+	    const char **ctype);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * include/file.h: reading a small regular file whole (configuration, policies,
- * guest files).  Implemented in lib/file.c.
+ * guest files), and finding the folders shipped beside the binaries.  Implemented in lib/file.c.
  */
 #ifndef AIRLOCK_FILE_H
 #define AIRLOCK_FILE_H
@@ -15,5 +15,15 @@
  * larger than max or grew while being read.  *buf is NULL after a failure.
  */
 int	file_read(const char *path, size_t max, char **buf, size_t *len);
+
+/*
+ * The folder of something airlock ships beside its binaries (the guest image, the
+ * audit view's web files): $env when set and not empty, else name beside the
+ * running binary when that is a folder (the build tree: `make` puts build/guest
+ * and build/web next to build/airlock), else ../share/airlock/name from it (where
+ * `make install` puts it: PREFIX/bin/airlock, PREFIX/share/airlock/name).
+ * Returns 0 with the path in buf, or -1 (no binary path, or buf too small).
+ */
+int	file_share_dir(const char *env, const char *name, char *buf, size_t len);
 
 #endif

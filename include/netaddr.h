@@ -59,6 +59,12 @@ int	netaddr_from_sockaddr(const struct sockaddr *sa, struct netaddr *out,
 int	netaddr_to_sockaddr(const struct netaddr *a, uint16_t port,
 	    struct sockaddr_storage *ss, socklen_t *sslen);
 int	netaddr_equal(const struct netaddr *a, const struct netaddr *b);
+/*
+ * "ADDR:PORT" or "[V6]:PORT" (ADDR a strict literal as netaddr_parse() takes, PORT
+ * decimal 0..65535) into *a and *port: a listening address of the configuration or
+ * the command line.  Returns 0, or -1 (nothing written).
+ */
+int	netaddr_endpoint_parse(const char *s, struct netaddr *a, uint16_t *port);
 
 /*
  * If a is an IPv6 address that embeds an IPv4 one (IPv4-mapped ::ffff:0:0/96,
@@ -96,5 +102,7 @@ enum netaddr_class {
  * An IPv4-embedding IPv6 address gets its IPv4 address's class and name.
  */
 enum netaddr_class netaddr_classify(const struct netaddr *a, const char **why);
+/* 1 if a is a loopback address (127.0.0.0/8, ::1, or one embedding 127/8), else 0. */
+int	netaddr_is_loopback(const struct netaddr *a);
 
 #endif

@@ -335,12 +335,8 @@ static int
 config_metrics(struct config_ctx *cc, const char *k, const json_t *v,
     struct airlock_config *c)
 {
-	char host[64];
-	const char *s, *colon, *why;
 	struct netaddr a;
-	unsigned long port;
-	char *end;
-	size_t hl;
+	uint16_t port;
 
 	if (json_is_null(v)) {
 		c->metrics_on = 0;
@@ -349,31 +345,16 @@ config_metrics(struct config_ctx *cc, const char *k, const json_t *v,
 	if (!json_is_string(v))
 		return config_error(cc, k, NULL, "must be null or a string "
 		    "(\"127.0.0.1:PORT\")");
-	s = json_string_value(v);
-	if ((colon = strrchr(s, ':')) == NULL)
-		return config_error(cc, k, NULL, "not ADDR:PORT");
-	hl = (size_t)(colon - s);
-	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
-		s++;
-		hl -= 2;
-	}
-	if (hl == 0 || hl >= sizeof(host))
-		return config_error(cc, k, NULL, "not ADDR:PORT");
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (netaddr_parse(host, &a) == -1 || colon[1] == '\0' || *end != '\0' ||
-	    errno != 0 || port < 1 || port > 65535)
+	if (netaddr_endpoint_parse(json_string_value(v), &a, &port) == -1 ||
+	    port == 0)
 		return config_error(cc, k, NULL, "not ADDR:PORT (an IP address and "
 		    "a port 1..65535)");
-	if (netaddr_classify(&a, &why) != NETADDR_FLOOR ||
-	    strcmp(why, "loopback") != 0)
+	if (!netaddr_is_loopback(&a))
 		return config_error(cc, k, NULL, "must be a loopback address "
 		    "(127.0.0.0/8 or ::1): metrics are for the host only");
 	c->metrics_on = 1;
 	c->metrics_addr = a;
-	c->metrics_port = (uint16_t)port;
+	c->metrics_port = port;
 	return 0;
 }
 

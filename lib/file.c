@@ -5,7 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "file.h"
@@ -63,4 +66,28 @@ file_read(const char *path, size_t max, char **buf, size_t *len)
 	close(fd);
 	errno = saved;
 	return rv;
+}
+
+int
+file_share_dir(const char *env, const char *name, char *buf, size_t len)
+{
+	const char *e = getenv(env);
+	char exe[PATH_MAX], *slash;
+	struct stat st;
+	ssize_t n;
+
+	if (e != NULL && e[0] != '\0')
+		return snprintf(buf, len, "%s", e) >= (int)len ? -1 : 0;
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) == -1)
+		return -1;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return -1;
+	*slash = '\0';
+	if (snprintf(buf, len, "%s/%s", exe, name) >= (int)len)
+		return -1;
+	if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return snprintf(buf, len, "%s/../share/airlock/%s", exe, name) >= (int)len ?
+	    -1 : 0;
 }

@@ -533,3 +533,42 @@ netaddr_classify(const struct netaddr *a, const char **why)
 		*why = w;
 	return cl;
 }
+
+int
+netaddr_is_loopback(const struct netaddr *a)
+{
+	const char *why;
+
+	return netaddr_classify(a, &why) == NETADDR_FLOOR &&
+	    strcmp(why, "loopback") == 0;
+}
+
+int
+netaddr_endpoint_parse(const char *s, struct netaddr *a, uint16_t *port)
+{
+	char host[NETADDR_STRLEN + 1];
+	const char *colon, *p;
+	unsigned long v = 0;
+	size_t hl;
+
+	if ((colon = strrchr(s, ':')) == NULL)
+		return -1;
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	} else if (memchr(s, ':', hl) != NULL)
+		return -1;		/* an IPv6 address needs its brackets */
+	if (hl == 0 || hl >= sizeof(host))
+		return -1;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	/* Decimal digits only: no sign, no space, no "0x" that strtoul would take. */
+	for (p = colon + 1; *p >= '0' && *p <= '9' && v <= 65535; p++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	if (p == colon + 1 || *p != '\0' || v > 65535 ||
+	    netaddr_parse(host, a) == -1)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}

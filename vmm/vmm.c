@@ -22,6 +22,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "file.h"
 #include "vmm_int.h"
 
 #define VMM_PROBE_WAIT_MS	5000	/* a KVM guest prints within this */
@@ -122,33 +123,11 @@ vmm_file_write(const char *path, const void *data, size_t len, mode_t mode,
 	return 0;
 }
 
-/*
- * The folder of the default guest image: $AIRLOCK_GUEST_DIR, else "guest" beside
- * the airlock binary (`make guest` builds build/guest next to build/airlock), else
- * ../share/airlock/guest from it (where `make install` puts it: PREFIX/bin/airlock).
- */
+/* The folder of the default guest image: $AIRLOCK_GUEST_DIR, else (file.h) guest. */
 static int
 vmm_guest_dir(char *buf, size_t len)
 {
-	const char *e = getenv("AIRLOCK_GUEST_DIR");
-	char exe[PATH_MAX], *slash;
-	struct stat st;
-	ssize_t n;
-
-	if (e != NULL && e[0] != '\0')
-		return snprintf(buf, len, "%s", e) >= (int)len ? -1 : 0;
-	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) == -1)
-		return -1;
-	exe[n] = '\0';
-	if ((slash = strrchr(exe, '/')) == NULL)
-		return -1;
-	*slash = '\0';
-	if (snprintf(buf, len, "%s/guest", exe) >= (int)len)
-		return -1;
-	if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
-	return snprintf(buf, len, "%s/../share/airlock/guest", exe) >= (int)len ?
-	    -1 : 0;
+	return file_share_dir("AIRLOCK_GUEST_DIR", "guest", buf, len);
 }
 
 /* Sleeps ms milliseconds. */

@@ -33,6 +33,8 @@ for f in usr/bin/airlock usr/sbin/airlockd etc/airlock/airlock.json \
     usr/share/airlock/policies/coding-agent.json usr/share/airlock/policies/SCHEMA.md \
     usr/share/airlock/policies/presets/pypi.json \
     usr/share/airlock/guest/vmlinux usr/share/airlock/guest/initrd.cpio \
+    usr/share/airlock/web/index.html usr/share/airlock/web/app.js \
+    usr/share/airlock/web/style.css \
     usr/share/doc/airlock/README.md usr/share/doc/airlock/docs/CONFIGURATION.md \
     lib/systemd/system/airlockd.service usr/lib/tmpfiles.d/airlock.conf; do
 	[ -f "$D/$f" ]
@@ -67,6 +69,26 @@ ok $? "tmpfiles makes /run/airlock"
 is "$("$D/usr/bin/airlock" --version)" "$("$B/airlock" --version)" "the installed airlock runs"
 "$D/usr/sbin/airlockd" --version >/dev/null
 ok $? "the installed airlockd runs"
+# The installed airlock finds its web files in ../share/airlock/web (nothing beside
+# it): audit serve answers / with the installed page (marked, so that no other copy
+# can pass for it).
+printf '{}\n' >"$T/view.jsonl"
+echo '<!-- the installed copy -->' >>"$D/usr/share/airlock/web/index.html"
+env -u AIRLOCK_WEB_DIR "$D/usr/bin/airlock" audit serve --listen 127.0.0.1:0 \
+    "$T/view.jsonl" >"$T/view.out" 2>"$T/view.err" &
+VPID=$!
+for i in $(seq 100); do
+	grep -q '^serving ' "$T/view.out" && break
+	kill -0 "$VPID" 2>/dev/null || break
+	sleep 0.1
+done
+vurl=$(sed -n 's|^serving \(http://[^ ]*/\) .*|\1|p' "$T/view.out")
+[ -n "$vurl" ] && curl -s "$vurl" >"$T/view.html" &&
+    cmp -s "$T/view.html" "$D/usr/share/airlock/web/index.html" &&
+    grep -q 'the installed copy' "$T/view.html"
+ok $? "the installed airlock audit serve finds the installed web files ($vurl; $(head -c 200 "$T/view.err"))"
+kill "$VPID" 2>/dev/null
+wait "$VPID" 2>/dev/null
 # An operator's configuration is never overwritten.
 echo '{ "workers": 2 }' >"$D/etc/airlock/airlock.json"
 mk install DESTDIR="$D" PREFIX=/usr

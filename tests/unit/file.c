@@ -1,7 +1,8 @@
 /*
  * tests/unit/file.c: lib/file.c file_read(): a file read whole and NUL-terminated,
  * an empty one, the refusals (missing, a directory, a FIFO without blocking, larger
- * than the limit) and nothing handed back after a failure.
+ * than the limit) and nothing handed back after a failure; file_share_dir(): the
+ * environment's folder, else the one beside the binary, else ../share/airlock.
  */
 #include <sys/stat.h>
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "../tap.h"
@@ -32,7 +34,7 @@ main(void)
 	size_t len;
 	int rc;
 
-	plan(19);
+	plan(25);
 
 	snprintf(path, sizeof(path), "%s/a", dir);
 	write_file(path, "hello\n");
@@ -85,5 +87,35 @@ main(void)
 	is_int(0, rc, "... with no practical limit: read");
 	ok(buf != NULL && len == 10, "... 10 bytes");
 	free(buf);
+
+	/* file_share_dir: this test binary lives in build/tests/unit. */
+	{
+		char exe[256], want[600], got[600];
+		ssize_t n;
+
+		setenv("AIRLOCK_TEST_DIR", "/some/where", 1);
+		is_int(0, file_share_dir("AIRLOCK_TEST_DIR", "x", got, sizeof(got)),
+		    "share dir from the environment");
+		is_string("/some/where", got, "... is the environment's");
+		setenv("AIRLOCK_TEST_DIR", "", 1);
+		if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) == -1)
+			bail("readlink");
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';
+		snprintf(path, sizeof(path), "%s/fileshare.d", exe);
+		rmdir(path);
+		snprintf(want, sizeof(want), "%s/../share/airlock/fileshare.d", exe);
+		is_int(0, file_share_dir("AIRLOCK_TEST_DIR", "fileshare.d", got,
+		    sizeof(got)), "share dir, empty environment value");
+		is_string(want, got, "... without a folder beside the binary: "
+		    "../share/airlock");
+		if (mkdir(path, 0700) == -1)
+			bail("mkdir %s", path);
+		file_share_dir("AIRLOCK_TEST_DIR", "fileshare.d", got, sizeof(got));
+		is_string(path, got, "... with one: the folder beside the binary");
+		rmdir(path);
+		ok(file_share_dir("AIRLOCK_TEST_DIR", "fileshare.d", got, 10) == -1,
+		    "... a buffer too small: -1");
+	}
 	return tap_failures() != 0;
 }

@@ -467,10 +467,67 @@ test_cidr_floor(void)
 	}
 }
 
+/* netaddr_endpoint_parse() and netaddr_is_loopback(): listening addresses. */
+static void
+test_endpoint(void)
+{
+	static const struct {
+		const char	*s;
+		const char	*addr;	/* NULL: refused */
+		int		 port;
+		int		 loopback;
+	} cases[] = {
+		{ "127.0.0.1:9345", "127.0.0.1", 9345, 1 },
+		{ "127.0.0.2:0", "127.0.0.2", 0, 1 },
+		{ "[::1]:65535", "::1", 65535, 1 },
+		{ "[::ffff:127.0.0.1]:80", "::ffff:127.0.0.1", 80, 1 },
+		{ "10.0.0.1:80", "10.0.0.1", 80, 0 },
+		{ "0.0.0.0:80", "0.0.0.0", 80, 0 },
+		{ "[::]:80", "::", 80, 0 },
+		{ "127.0.0.1", NULL, 0, 0 },
+		{ "127.0.0.1:", NULL, 0, 0 },
+		{ "127.0.0.1:65536", NULL, 0, 0 },
+		{ "127.0.0.1:99999999999999999999", NULL, 0, 0 },
+		{ "127.0.0.1:+80", NULL, 0, 0 },
+		{ "127.0.0.1: 80", NULL, 0, 0 },
+		{ "127.0.0.1:0x50", NULL, 0, 0 },
+		{ "127.1:80", NULL, 0, 0 },
+		{ "localhost:80", NULL, 0, 0 },
+		{ "::1:80", NULL, 0, 0 },		/* IPv6 without brackets */
+		{ "[::1:80", NULL, 0, 0 },
+		{ "[127.0.0.1]:80", "127.0.0.1", 80, 1 },
+		{ ":80", NULL, 0, 0 },
+		{ "[]:80", NULL, 0, 0 },
+	};
+	char buf[NETADDR_STRLEN];
+	struct netaddr a;
+	uint16_t port;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		port = 1234;
+		rc = netaddr_endpoint_parse(cases[i].s, &a, &port);
+		if (cases[i].addr == NULL) {
+			ok(rc == -1 && port == 1234, "endpoint '%s' refused",
+			    cases[i].s);
+			continue;
+		}
+		if (!ok(rc == 0, "endpoint '%s' parses", cases[i].s))
+			continue;
+		is_string(cases[i].addr, netaddr_fmt(&a, buf, sizeof(buf)),
+		    "... its address");
+		is_int(cases[i].port, port, "... its port");
+		is_int(cases[i].loopback, netaddr_is_loopback(&a),
+		    "... loopback or not");
+	}
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_endpoint();
 	test_cidr_floor();
 	test_parse();
 	test_classify();
