@@ -14,6 +14,11 @@
 #define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"
 /* "workers": at most this many event loops (0 counts the CPUs, up to it). */
 #define CONFIG_WORKERS_MAX	64
+/* The upstream_pool_* keys' upper bounds. */
+#define CONFIG_POOL_IDLE_MS_MAX	600000
+#define CONFIG_POOL_PER_HOST_MAX	64
+#define CONFIG_POOL_PER_SANDBOX_MAX	1024
+#define CONFIG_POOL_MAX		4096
 
 /* audit.fsync: when the audit log's writer calls fsync(2). */
 enum audit_fsync {
@@ -45,6 +50,14 @@ struct airlock_config {
 	int		metrics_on;			/* metrics_listen: null (0) */
 	struct netaddr	metrics_addr;			/* a loopback address */
 	uint16_t	metrics_port;
+	/*
+	 * Idle upstream connections kept for a later inspected connection
+	 * (proxy/proxy_pool.c), per worker thread; any of them 0: none kept.
+	 */
+	unsigned int	pool_idle_ms;			/* upstream_pool_idle_ms: 30000 */
+	unsigned int	pool_per_host;			/* upstream_pool_per_host: 4 */
+	unsigned int	pool_per_sandbox;		/* upstream_pool_per_sandbox: 32 */
+	unsigned int	pool_max;			/* upstream_pool_max: 128 */
 };
 
 /* Fills every field with its default. */
@@ -62,7 +75,8 @@ void	config_defaults(struct airlock_config *c);
  * as strict IPv4 CIDRs /8../30 with neither end in the floor and not overlapping each
  * other, paths absolute
  * (control_socket short enough for sun_path), audit.fsync "never"|"deny"|"always",
- * audit.key_file null or an absolute path, user a portable user name.
+ * audit.key_file null or an absolute path, user a portable user name, the
+ * upstream_pool_* integers within 0..CONFIG_POOL_*_MAX.
  *
  * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
  * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current
