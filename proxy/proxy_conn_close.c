@@ -88,7 +88,7 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 {
 	long long seq = 0;
 	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[4];
+	struct audit_kv kv[6];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
 	size_t nkv = 0;
 
@@ -119,6 +119,13 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 		    sizeof(up));
 		nkv++;
 	}
+	/* Its upstream was an idle pooled connection (proxy_pool.c), not a dial. */
+	if (c->pc_reused)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "upstream_reused",
+		    .ak_num = 1 };
+	if (c->pc_retried)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "upstream_retried",
+		    .ak_num = 1 };
 	/* A denial says what the VM sent, beside the name it reached for (dst). */
 	if (reason != NULL && c->pc_asked_sni != NULL)
 		kv[nkv++] = (struct audit_kv){ .ak_key = "sni",
@@ -252,6 +259,10 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 	free(c->pc_farewell);
 	free(c->pc_asked_sni);
 	free(c->pc_asked_host);
+	/* A clean end: the mode may keep the upstream for a later connection. */
+	if (reason == NULL && !rst && c->pc_server != NULL && c->pc_mode != NULL &&
+	    c->pc_mode->pm_pool != NULL)
+		c->pc_mode->pm_pool(c);
 	if (c->pc_client != NULL)
 		bufferevent_free(c->pc_client);
 	if (c->pc_server != NULL) {
