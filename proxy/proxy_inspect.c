@@ -1694,8 +1694,9 @@ const struct proxy_mode proxy_mode_inspect = {
  * VM's done, the upstream's verified: proxy_inspect_start() and
  * proxy_inspect_server_event() without TLS).  c is as proxy_conn_decide() leaves
  * it (pc_worker, pc_sandbox, pc_policy, pc_name, pc_dport, pc_proto: TLS for the
- * injecting path, HTTP for plain, pc_timer, on pw_conns); c owns vm and origin from
- * here.  0, or -1 (c was closed).
+ * injecting path, HTTP for plain, pc_timer, on pw_conns; pc_reused: origin stands
+ * for a connection taken from the pool); c owns vm and origin from here.  0, or
+ * -1 (c was closed).
  */
 int
 proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
@@ -1712,6 +1713,8 @@ proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
 	c->pc_state = PC_INSPECT;
 	c->pc_inspect->pi_client_up = 1;	/* BEV_EVENT_CONNECTED from the VM */
 	pi_server_attach(c);			/* and from a verified upstream */
+	c->pc_inspect->pi_poolable = 1;		/* fresh, or idle in the pool */
+	c->pc_inspect->pi_reused = c->pc_reused;
 	pi_run(c);
 	return 0;
 }
