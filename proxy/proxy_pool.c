@@ -69,7 +69,6 @@ struct proxy_pool_ent {
 TAILQ_HEAD(proxy_pool_list, proxy_pool_ent);
 
 struct proxy_pool {
-	struct event_base	*pp_base;
 	struct event		*pp_timer;	/* the oldest one's expiry */
 	struct proxy_pool_limits pp_lim;
 	uint64_t		(*pp_clock)(void);
@@ -222,7 +221,6 @@ proxy_pool_new(struct event_base *base, const struct proxy_pool_limits *l,
 		return NULL;
 	if ((pool = calloc(1, sizeof(*pool))) == NULL)
 		return NULL;
-	pool->pp_base = base;
 	pool->pp_lim = *l;
 	pool->pp_clock = clock_ms != NULL ? clock_ms : pool_clock_default;
 	TAILQ_INIT(&pool->pp_ents);
