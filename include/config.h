@@ -15,6 +15,11 @@
 #define CONFIG_DEFAULT_PATH	"/etc/airlock/airlock.json"
 /* "workers": at most this many event loops (0 counts the CPUs, up to it). */
 #define CONFIG_WORKERS_MAX	64
+/* The upstream_pool_* keys' upper bounds. */
+#define CONFIG_POOL_IDLE_MS_MAX	600000
+#define CONFIG_POOL_PER_HOST_MAX	64
+#define CONFIG_POOL_PER_SANDBOX_MAX	1024
+#define CONFIG_POOL_MAX		4096
 
 /* audit.fsync: when the audit log's writer calls fsync(2). */
 enum audit_fsync {
@@ -48,6 +53,14 @@ struct airlock_config {
 	uint16_t	metrics_port;
 	int		upstream_proxy_on;		/* upstream_proxy: null (0) */
 	struct upstream_proxy upstream_proxy;		/* when on (include/upstream.h) */
+	/*
+	 * Idle upstream connections kept for a later inspected connection
+	 * (proxy/proxy_pool.c), per worker thread; any of them 0: none kept.
+	 */
+	unsigned int	pool_idle_ms;			/* upstream_pool_idle_ms: 30000 */
+	unsigned int	pool_per_host;			/* upstream_pool_per_host: 4 */
+	unsigned int	pool_per_sandbox;		/* upstream_pool_per_sandbox: 32 */
+	unsigned int	pool_max;			/* upstream_pool_max: 128 */
 };
 
 /* Fills every field with its default. */
@@ -68,7 +81,8 @@ void	config_defaults(struct airlock_config *c);
  * audit.key_file null or an absolute path, user a portable user name,
  * upstream_proxy null or {"url": "http://HOST:PORT", "auth": null | "SECRET"}
  * (upstream_url_parse(); an IPv4 literal not in either pool; auth only with a
- * host name, which the vault can bind the secret to).
+ * host name, which the vault can bind the secret to), the upstream_pool_*
+ * integers within 0..CONFIG_POOL_*_MAX.
  *
  * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
  * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current

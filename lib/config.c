@@ -53,6 +53,10 @@ enum config_key {
 	CK_USER,
 	CK_METRICS_LISTEN,
 	CK_UPSTREAM_PROXY,
+	CK_POOL_IDLE_MS,
+	CK_POOL_PER_HOST,
+	CK_POOL_PER_SANDBOX,
+	CK_POOL_MAX,
 };
 
 static const struct strtab config_keys[] = {
@@ -69,6 +73,10 @@ static const struct strtab config_keys[] = {
 	{ "user", CK_USER },
 	{ "metrics_listen", CK_METRICS_LISTEN },
 	{ "upstream_proxy", CK_UPSTREAM_PROXY },
+	{ "upstream_pool_idle_ms", CK_POOL_IDLE_MS },
+	{ "upstream_pool_per_host", CK_POOL_PER_HOST },
+	{ "upstream_pool_per_sandbox", CK_POOL_PER_SANDBOX },
+	{ "upstream_pool_max", CK_POOL_MAX },
 	{ NULL, 0 }
 };
 
@@ -261,6 +269,10 @@ config_defaults(struct airlock_config *c)
 	c->audit_log_query = 0;
 	snprintf(c->libvirt_uri, sizeof(c->libvirt_uri), "qemu:///system");
 	snprintf(c->user, sizeof(c->user), "airlock");
+	c->pool_idle_ms = 30000;
+	c->pool_per_host = 4;
+	c->pool_per_sandbox = 32;
+	c->pool_max = 128;
 }
 
 /* An absolute path that fits in dst[dstlen] (and in maxlen bytes). */
@@ -300,6 +312,23 @@ config_port(struct config_ctx *cc, const char *k, const json_t *v, uint16_t *out
 		return config_error(cc, k, NULL, "port %lld out of range 1..65535",
 		    (long long)n);
 	*out = (uint16_t)n;
+	return 0;
+}
+
+/* An integer in 0..max. */
+static int
+config_uint(struct config_ctx *cc, const char *k, const json_t *v,
+    unsigned int max, unsigned int *out)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v))
+		return config_error(cc, k, NULL, "must be an integer 0..%u", max);
+	n = json_integer_value(v);
+	if (n < 0 || n > (json_int_t)max)
+		return config_error(cc, k, NULL, "%lld out of range 0..%u",
+		    (long long)n, max);
+	*out = (unsigned int)n;
 	return 0;
 }
 
@@ -594,6 +623,26 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 			break;
 		case CK_UPSTREAM_PROXY:
 			if (config_upstream(cc, k, v, c) == -1)
+				return -1;
+			break;
+		case CK_POOL_IDLE_MS:
+			if (config_uint(cc, k, v, CONFIG_POOL_IDLE_MS_MAX,
+			    &c->pool_idle_ms) == -1)
+				return -1;
+			break;
+		case CK_POOL_PER_HOST:
+			if (config_uint(cc, k, v, CONFIG_POOL_PER_HOST_MAX,
+			    &c->pool_per_host) == -1)
+				return -1;
+			break;
+		case CK_POOL_PER_SANDBOX:
+			if (config_uint(cc, k, v, CONFIG_POOL_PER_SANDBOX_MAX,
+			    &c->pool_per_sandbox) == -1)
+				return -1;
+			break;
+		case CK_POOL_MAX:
+			if (config_uint(cc, k, v, CONFIG_POOL_MAX,
+			    &c->pool_max) == -1)
 				return -1;
 			break;
 		}

@@ -96,6 +96,7 @@
 #include "proxy_path.h"
 #include "proxy_http.h"
 #include "proxy_peek.h"
+#include "proxy_pool.h"
 #include "proxy_tls.h"
 #include "proxy_reason.h"
 
@@ -621,6 +622,9 @@ proxy_conn_accept_error(struct evconnlistener *l, void *arg)
 struct proxy_worker *
 proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdns)
 {
+	const struct airlock_config *cfg = proxy_config();
+	struct proxy_pool_limits pl = { cfg->pool_idle_ms, cfg->pool_per_host,
+	    cfg->pool_per_sandbox, cfg->pool_max };
 	struct proxy_worker *w;
 	char err[512];
 
@@ -642,10 +646,16 @@ proxy_worker_new(struct event_base *base, int listen_fd, struct evdns_base *evdn
 		free(w);
 		return NULL;
 	}
+	/* This thread's own idle upstream connections (NULL: none are kept). */
+	w->pw_pool = proxy_pool_new(base, &pl, NULL);
+	if (w->pw_pool == NULL && pl.pl_idle_ms != 0 && pl.pl_per_key != 0 &&
+	    pl.pl_per_sandbox != 0 && pl.pl_max != 0)
+		log_warnx("upstream connection pool: out of memory: none kept");
 	/* The fd stays the core's: several workers may accept on it. */
 	w->pw_listener = evconnlistener_new(base, proxy_conn_accept, w,
 	    LEV_OPT_REUSEABLE, -1, listen_fd);
 	if (w->pw_listener == NULL) {
+		proxy_pool_free(w->pw_pool);
 		SSL_CTX_free(w->pw_tls_in);
 		SSL_CTX_free(w->pw_tls_out);
 		free(w);
@@ -666,11 +676,35 @@ proxy_worker_free(struct proxy_worker *w)
 		evconnlistener_free(w->pw_listener);
 	while ((c = TAILQ_FIRST(&w->pw_conns)) != NULL)
 		proxy_conn_close(c, c->pc_state >= PC_RELAY ? NULL : PR_STR(SHUTDOWN), 1);
+	proxy_pool_free(w->pw_pool);	/* after the connections: none comes back */
 	proxy_audit_park_free(w->pw_base);
 	proxy_conn_linger_free(w);
 	SSL_CTX_free(w->pw_tls_in);
 	SSL_CTX_free(w->pw_tls_out);
 	free(w);
+}
+
+/*
+ * May an idle pooled connection stay after a reload?  Only while its sandbox's
+ * policy in force is the one it was made under (the same hash) and its address
+ * still passes the dial's check against the host's addresses as they are now (a
+ * name rule never opens a private address: no rule is needed for that).
+ */
+static int
+proxy_worker_pool_keep(const struct proxy_pool_key *k, const struct netaddr *a,
+    void *arg)
+{
+	struct proxy_worker *w = arg;
+	struct proxy_policy *pp;
+	const char *why;
+	int keep;
+
+	if ((pp = proxy_sandbox_policy(k->pk_sandbox)) == NULL)
+		return 0;
+	keep = strcmp(pp->pp_policy->p_hash, k->pk_policy) == 0 &&
+	    proxy_conn_addr_check(w, NULL, a, &why) == 0;
+	proxy_policy_put(pp);
+	return keep;
 }
 
 void
@@ -680,6 +714,7 @@ proxy_worker_recheck(struct proxy_worker *w)
 
 	if (proxy_conn_host_addrs(w) == -1)
 		log_warn("SIOCGIFCONF");
+	proxy_pool_purge(w->pw_pool, proxy_worker_pool_keep, w);
 	/* Every state, the peek included: none may go on under an older policy. */
 	for (c = TAILQ_FIRST(&w->pw_conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, pc_entry);

@@ -88,7 +88,7 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 {
 	long long seq = 0;
 	struct audit_record r = AUDIT_RECORD_INIT;
-	struct audit_kv kv[5];
+	struct audit_kv kv[8];	/* proto upstream via reused retried sni host */
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16], up[NETADDR_STRLEN + 8];
 	size_t nkv = 0;
 
@@ -122,6 +122,13 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	/* Through an upstream proxy: its HOST:PORT as configured (no credential). */
 	if (c->pc_via != NULL)
 		kv[nkv++] = (struct audit_kv){ .ak_key = "via", .ak_str = c->pc_via };
+	/* Its upstream was an idle pooled connection (proxy_pool.c), not a dial. */
+	if (c->pc_reused)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "upstream_reused",
+		    .ak_num = 1 };
+	if (c->pc_retried)
+		kv[nkv++] = (struct audit_kv){ .ak_key = "upstream_retried",
+		    .ak_num = 1 };
 	/* A denial says what the VM sent, beside the name it reached for (dst). */
 	if (reason != NULL && c->pc_asked_sni != NULL)
 		kv[nkv++] = (struct audit_kv){ .ak_key = "sni",
@@ -256,6 +263,10 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 	free(c->pc_via);
 	free(c->pc_asked_sni);
 	free(c->pc_asked_host);
+	/* A clean end: the mode may keep the upstream for a later connection. */
+	if (reason == NULL && !rst && c->pc_server != NULL && c->pc_mode != NULL &&
+	    c->pc_mode->pm_pool != NULL)
+		c->pc_mode->pm_pool(c);
 	if (c->pc_client != NULL)
 		bufferevent_free(c->pc_client);
 	if (c->pc_server != NULL) {

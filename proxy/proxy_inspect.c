@@ -76,10 +76,31 @@
  * After a 101 (WebSocket) the relay (proxy_conn_relay_start) takes both TLS
  * streams, with its limits (bytes_per_second, idle timeout); the frames are not
  * scanned (the rule's websocket flag is the operator's consent).  Not covered
- * here: upstream connections are not pooled across VM connections (one upstream
- * connection per VM connection, kept alive while the VM keeps its own; sessions
- * are resumed); limits.bytes_per_second applies to request and response bodies
- * only through the relay after a 101.
+ * here: limits.bytes_per_second applies to request and response bodies only
+ * through the relay after a 101.
+ *
+ * Upstream connections are kept for later connections (proxy_pool.c, one pool per
+ * worker thread).  When a connection ends cleanly (no denial, no reset), its
+ * upstream goes to the pool only if it is clean (pi_poolable): never used, or its
+ * last response read to its end by the framing rules (Content-Length done, the
+ * last chunk seen; never one read until close) while its request had been sent
+ * whole, the origin willing to go on (no Connection: close, HTTP/1.0 only with
+ * keep-alive), no 101, no byte past the response's end, and no answer to HEAD (or
+ * 204, 304) whose fields declare a body it did not send (the origin might still
+ * send it).  Then nothing is buffered either way and the TLS session is not
+ * shutting down (proxy_inspect_pool()).  A new connection of the same key
+ * (sandbox entry, name, port, policy hash, TLS, h2 offered) takes the most recent
+ * one instead of dialling (pi_pool_take()): no resolve, no connect, no handshake;
+ * its requests are checked, injected, redacted and recorded as on any other, with
+ * this connection's own state (nothing of the connection that used it before is
+ * left but the socket).  A pooled connection that fails before any byte of an
+ * answer (the origin closed it as it was taken, or drops the first request
+ * unanswered: EOF, reset, write error) is replaced by a new dial (pi_upstream_lost,
+ * at most once): before any request it simply is, and a request already sent on
+ * it is sent again only when it is idempotent (GET, HEAD, OPTIONS, PUT, DELETE)
+ * and has no body (its rebuilt head is kept until the first byte of the answer,
+ * in wiped memory); any other request (POST, PATCH, a body) gets the usual 502
+ * upstream_closed, sent once.
  *
  * This file is the inspect mode (struct proxy_mode, proxy_path.h): its entry
  * points are proxy_mode_inspect's, at the end, followed by the fuzzer's test seam
@@ -114,6 +135,7 @@
 #include "proxy_path.h"
 #include "proxy_http.h"
 #include "proxy_keys.h"
+#include "proxy_pool.h"
 #include "proxy_scan.h"
 #include "proxy_tls.h"
 #include "proxy_reason.h"
@@ -178,6 +200,14 @@ struct proxy_inspect {
 	int			 pi_client_eof;
 	struct http_buf		 pi_out;	/* scratch, wiped */
 	struct timeval		 pi_closing_since;
+
+	/* the upstream and the pool (proxy_pool.c) */
+	int			 pi_poolable;	/* pc_server is clean and idle */
+	int			 pi_up_ka;	/* ... and may be after this exchange */
+	int			 pi_up_h2;	/* its ClientHello offered h2 */
+	int			 pi_reused;	/* from the pool, no answer from it yet */
+	struct http_buf		 pi_retry;	/* the head sent on it, to send again
+						   (wiped) */
 };
 
 static void	pi_run(struct proxy_conn *);
@@ -226,6 +256,7 @@ pi_request_reset(struct proxy_inspect *pi)
 	pi->pi_hfind = pi->pi_rfind = 0;
 	pi->pi_rs = PR_IDLE;
 	http_buf_free(&pi->pi_out);
+	http_buf_free(&pi->pi_retry);
 }
 
 /*
@@ -371,6 +402,29 @@ pi_keys_refresh(struct proxy_inspect *pi)
 }
 
 /*
+ * May the request rq, sent on a pooled connection that then failed before any
+ * byte of an answer, be sent again on a new one?  Only an idempotent method (RFC
+ * 9110 9.2.2; TRACE never goes upstream) with no body: its head is all there is to
+ * send, and a body already streamed is not kept.  Never an upgrade.
+ */
+static int
+pi_may_resend(const struct proxy_inspect *pi, const struct http_request *rq)
+{
+	switch (rq->hq_meth) {
+	case HTTP_M_GET:
+	case HTTP_M_HEAD:
+	case HTTP_M_OPTIONS:
+	case HTTP_M_PUT:
+	case HTTP_M_DELETE:
+		break;
+	default:
+		return 0;
+	}
+	return !pi->pi_r.rq_websocket && (rq->hq_framing == HTTP_BODY_NONE ||
+	    (rq->hq_framing == HTTP_BODY_LENGTH && rq->hq_length == 0));
+}
+
+/*
  * A complete request head is in pi_head: check it, decide, rewrite
  * (proxy_req_start) and send it upstream.  Returns 0 if the request goes on, -1
  * if it was refused (the connection is closing).
@@ -392,11 +446,19 @@ pi_request_start(struct proxy_conn *c)
 	}
 	pi->pi_keepalive = rq->hq_keepalive;
 	pi_count(c, 1, head.hb_len);
+	/* From its first byte on, the upstream is not idle until the answer ends. */
+	pi->pi_poolable = 0;
+	pi->pi_up_ka = !pi->pi_r.rq_websocket;
 	if (bufferevent_write(c->pc_server, head.hb_p, head.hb_len) == -1) {
 		http_buf_free(&head);
 		pi_refuse(c, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
 		    "internal error");
 		return -1;
+	}
+	/* Sent on a pooled connection: kept to send once more if it was dead. */
+	if (pi->pi_reused && pi_may_resend(pi, rq)) {
+		pi->pi_retry = head;
+		head = (struct http_buf)HTTP_BUF_INIT;
 	}
 	http_buf_free(&head);
 	pi->pi_req_left = rq->hq_framing == HTTP_BODY_LENGTH ? rq->hq_length : 0;
@@ -596,6 +658,7 @@ pi_upstream_extra(struct proxy_conn *c)
 	    evbuffer_get_length(in));
 	evbuffer_drain(in, evbuffer_get_length(in));
 	bufferevent_disable(c->pc_server, EV_READ);
+	c->pc_inspect->pi_poolable = c->pc_inspect->pi_up_ka = 0;
 	return 1;
 }
 
@@ -618,6 +681,8 @@ pi_response_done(struct proxy_conn *c)
 		    (long long)pi->pi_r.rq_redacted);
 	pi_audit_request(c, extra ? PR_STR(UPSTREAM_HTTP_MALFORMED) : NULL,
 	    pi->pi_r.rq_status);
+	/* Read to its end, the request sent whole, the origin willing: reusable. */
+	pi->pi_poolable = !extra && pi->pi_up_ka && pi->pi_rq == PI_REQ_DONE;
 	if (!pi->pi_keepalive || pi->pi_rq != PI_REQ_DONE || extra) {
 		pi_request_reset(pi);
 		pi_closing(c);
@@ -634,6 +699,29 @@ pi_bad_gateway(struct proxy_conn *c, const char *reason, const char *text)
 	if (c->pc_server != NULL)
 		bufferevent_disable(c->pc_server, EV_READ);
 	pi_refuse(c, 502, "Bad Gateway", reason, text);
+}
+
+/*
+ * A response without a body by its status or the request's method (HEAD, 204,
+ * 304) whose fields declare one anyway: an origin that sends it regardless would
+ * have it read as the next answer, so its connection is not kept for another.
+ */
+static int
+pi_res_body_unsure(const uint8_t *rh, const struct http_response *rs)
+{
+	const struct http_span *v;
+	int i;
+
+	if (rs->hs_framing != HTTP_BODY_NONE || rs->hs_interim || rs->hs_switching)
+		return 0;
+	if (http_field_find(rh, rs->hs_fields, rs->hs_nfields, "transfer-encoding",
+	    0) != -1)
+		return 1;
+	if ((i = http_field_find(rh, rs->hs_fields, rs->hs_nfields,
+	    "content-length", 0)) == -1)
+		return 0;
+	v = &rs->hs_fields[i].hf_value;
+	return !(v->len == 1 && rh[v->off] == '0');
 }
 
 /* A response head is in: check it and send it on.  1 progress, 0 more, -1 closed. */
@@ -657,6 +745,11 @@ pi_response_head(struct proxy_conn *c)
 			return -1;
 		}
 		return 0;
+	}
+	if (pi->pi_reused) {
+		/* A pooled connection that answers is alive: no resend after this. */
+		pi->pi_reused = 0;
+		http_buf_free(&pi->pi_retry);
 	}
 	if (len > HTTP_HEAD_MAX + 4)
 		len = HTTP_HEAD_MAX + 4;
@@ -707,6 +800,8 @@ pi_response_head(struct proxy_conn *c)
 		pi->pi_out_framing = rs->hs_framing;
 	if (pi->pi_out_framing == HTTP_BODY_CLOSE || !rs->hs_keepalive)
 		pi->pi_keepalive = 0;
+	if (!rs->hs_keepalive || pi_res_body_unsure(pi->pi_rhead, rs))
+		pi->pi_up_ka = 0;	/* the upstream connection ends with it */
 	rw.rw_framing = pi->pi_out_framing;
 	rw.rw_length = rs->hs_length;
 	rw.rw_close = !pi->pi_keepalive && !rs->hs_interim && !rs->hs_switching;
@@ -942,6 +1037,8 @@ pi_run(struct proxy_conn *c)
 			return;
 		switch (pi->pi_rs) {
 		case PR_HEAD:
+			if (!pi->pi_server_up)
+				break;	/* a new upstream is on its way */
 			if ((r = pi_response_head(c)) == -1)
 				return;
 			progress |= r;
@@ -1059,12 +1156,50 @@ pi_server_write(struct bufferevent *bev, void *arg)
 	pi_run(arg);
 }
 
+/*
+ * c's upstream came from the pool and ended (EOF, reset, a write error) before
+ * any byte of an answer: the origin had closed it as it was taken, or dropped
+ * the request it got on it.  A new connection is dialled in its place (its dial
+ * as any connection's: resolve, check, connect, verify), once: before any request
+ * went on it, or when the one outstanding may be sent again (pi_may_resend: its
+ * head in pi_retry goes on the new one, proxy_inspect_server_event()).  1: done
+ * (c may be closed), 0: not for this (the usual error follows).
+ */
+static int
+pi_upstream_lost(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+
+	if (!pi->pi_reused || pi->pi_rq == PI_CLOSING ||
+	    evbuffer_get_length(bufferevent_get_input(c->pc_server)) != 0)
+		return 0;
+	if (pi->pi_rs != PR_IDLE && (pi->pi_rs != PR_HEAD ||
+	    pi->pi_rq != PI_REQ_DONE || pi->pi_retry.hb_len == 0))
+		return 0;
+	log_debug("connection %llu: pooled upstream %s:%u closed before answering: "
+	    "%s", (unsigned long long)c->pc_id, c->pc_name, c->pc_dport,
+	    pi->pi_rs == PR_IDLE ? "dialling another" :
+	    "dialling another for the request");
+	proxy_sb_stats_pool(&c->pc_sandbox->ps_stats, PPU_RETRY);
+	c->pc_retried = 1;
+	pi->pi_reused = 0;
+	pi->pi_server_up = pi->pi_server_eof = pi->pi_poolable = 0;
+	bufferevent_free(c->pc_server);
+	c->pc_server = NULL;
+	if (pi->pi_rq == PI_REQ_HEAD)
+		pi->pi_rq = PI_WAIT;	/* no request on it yet: wait for the new one */
+	proxy_conn_dial(c);
+	return 1;
+}
+
 static void
 pi_server_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 	struct proxy_inspect *pi = c->pc_inspect;
 
+	if (pi_upstream_lost(c))
+		return;
 	if (what & BEV_EVENT_EOF) {
 		pi->pi_server_eof = 1;
 		bufferevent_disable(bev, EV_READ);
@@ -1169,6 +1304,78 @@ pi_server_attach(struct proxy_conn *c)
 	bufferevent_enable(c->pc_server, EV_READ | EV_WRITE);
 }
 
+/* The session cache's key for c's upstream (proxy_tls.c): too long a one resumes nothing. */
+static void
+pi_tc_peer(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+
+	if ((size_t)snprintf(pi->pi_tc.tc_peer, sizeof(pi->pi_tc.tc_peer),
+	    "%s %s:%u", pi_sandbox(c), c->pc_name, c->pc_dport) >=
+	    sizeof(pi->pi_tc.tc_peer))
+		pi->pi_tc.tc_peer[0] = '\0';
+}
+
+/* c's upstream's key in the pool; h2: its ClientHello offered h2. */
+static void
+pi_pool_key(const struct proxy_conn *c, int h2, struct proxy_pool_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->pk_sandbox = c->pc_sandbox;
+	k->pk_name = c->pc_name;
+	k->pk_port = c->pc_dport;
+	k->pk_policy = c->pc_policy->pp_policy->p_hash;
+	k->pk_tls = c->pc_proto == POLICY_PROTO_TLS;
+	k->pk_h2 = h2;
+	k->pk_route = "";	/* direct: a connection through an upstream proxy is
+				   never pooled (pi_pool_take, proxy_inspect_pool) */
+}
+
+/* c's upstream is up and verified (dialled, or from the pool): the engine runs. */
+static void
+pi_upstream_up(struct proxy_conn *c)
+{
+	c->pc_state = PC_INSPECT;
+	pi_server_attach(c);
+	pi_h2_release(c);
+	pi_run(c);
+}
+
+/*
+ * An idle connection from this thread's pool for c's key, in place of a dial.
+ * 1: c has its upstream (and may have been closed since), 0: none (dial).
+ */
+static int
+pi_pool_take(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	struct proxy_pool_key k;
+	struct bufferevent *bev;
+	struct netaddr a;
+
+	/* Only direct upstreams are pooled: a tunnel's way out is not shared. */
+	if (c->pc_worker->pw_pool == NULL ||
+	    proxy_upstream_route(c->pc_policy->pp_policy) != NULL)
+		return 0;
+	/* An upstream for a VM offering h2 is one whose origin declined it. */
+	pi_pool_key(c, c->pc_proto == POLICY_PROTO_TLS && pi->pi_h2_wait, &k);
+	if (k.pk_tls)
+		pi_tc_peer(c);
+	bev = proxy_pool_take(c->pc_worker->pw_pool, &k, &pi->pi_tc, &a);
+	proxy_sb_stats_pool(&c->pc_sandbox->ps_stats, bev != NULL ? PPU_HIT :
+	    PPU_MISS);
+	if (bev == NULL)
+		return 0;
+	c->pc_server = bev;
+	c->pc_upstream = a;
+	c->pc_reused = 1;
+	pi->pi_reused = 1;
+	pi->pi_up_h2 = k.pk_h2;
+	pi->pi_poolable = 1;
+	pi_upstream_up(c);
+	return 1;
+}
+
 /*
  * Entry points (proxy_path.h).
  */
@@ -1215,7 +1422,7 @@ proxy_inspect_start(struct proxy_conn *c)
 			proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 			return -1;
 		}
-		return 0;	/* the core dials */
+		return pi_pool_take(c);	/* else the core dials */
 	}
 	/* The CA the policy went in with (pp_ca, alive while pc_policy is held). */
 	ca = c->pc_policy->pp_ca;
@@ -1282,7 +1489,47 @@ proxy_inspect_start(struct proxy_conn *c)
 	if (!pi->pi_h2_wait)
 		bufferevent_trigger(bufferevent_get_underlying(f), EV_READ,
 		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
-	/* And the upstream in parallel: the core dials (proxy_inspect_server_bev()). */
+	/*
+	 * And the upstream in parallel: an idle one from the pool, else the core
+	 * dials (proxy_inspect_server_bev()).
+	 */
+	return pi_pool_take(c);
+}
+
+/*
+ * The new dial for a request resent (pi_upstream_lost) failed, or its origin did
+ * not verify: that request's answer is the 502 with the reason.  1 if so (c is
+ * closing), 0 when no request waits for it.
+ */
+static int
+pi_redial_failed(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+
+	if (pi->pi_rs == PR_IDLE)
+		return 0;
+	c->pc_state = PC_INSPECT;
+	http_buf_free(&pi->pi_retry);
+	pi_bad_gateway(c, pi->pi_fail, pi->pi_fail_why);
+	return 1;
+}
+
+/* The request head kept in pi_retry goes on the new upstream.  0, or -1 (closing). */
+static int
+pi_resend(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	int rc;
+
+	pi->pi_poolable = 0;
+	pi_count(c, 1, pi->pi_retry.hb_len);
+	rc = bufferevent_write(c->pc_server, pi->pi_retry.hb_p, pi->pi_retry.hb_len);
+	http_buf_free(&pi->pi_retry);
+	if (rc == -1) {
+		c->pc_state = PC_INSPECT;
+		pi_bad_gateway(c, PR_STR(INTERNAL_ERROR), "internal error");
+		return -1;
+	}
 	return 0;
 }
 
@@ -1300,15 +1547,12 @@ proxy_inspect_server_bev(struct proxy_conn *c, struct bufferevent *under)
 	struct bufferevent *bev;
 	SSL *ssl;
 
+	pi->pi_up_h2 = 0;
 	if (c->pc_proto != POLICY_PROTO_TLS)
 		return under != NULL ? under : bufferevent_socket_new(
 		    c->pc_worker->pw_base, -1, BEV_OPT_CLOSE_ON_FREE |
 		    BEV_OPT_DEFER_CALLBACKS);
-	/* The session cache's key (proxy_tls.c): too long a one resumes nothing. */
-	if ((size_t)snprintf(pi->pi_tc.tc_peer, sizeof(pi->pi_tc.tc_peer),
-	    "%s %s:%u", pi_sandbox(c), c->pc_name, c->pc_dport) >=
-	    sizeof(pi->pi_tc.tc_peer))
-		pi->pi_tc.tc_peer[0] = '\0';
+	pi_tc_peer(c);
 	if ((ssl = proxy_tls_client_new(c->pc_worker->pw_tls_out, c->pc_name,
 	    &pi->pi_tc)) == NULL)
 		return NULL;
@@ -1316,6 +1560,7 @@ proxy_inspect_server_bev(struct proxy_conn *c, struct bufferevent *under)
 		SSL_free(ssl);
 		return NULL;
 	}
+	pi->pi_up_h2 = pi->pi_h2_wait;
 	if (under != NULL)
 		bev = bufferevent_openssl_filter_new(c->pc_worker->pw_base, under,
 		    ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE |
@@ -1353,9 +1598,15 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 			    &pi->pi_tc);
 			bufferevent_free(c->pc_server);
 			c->pc_server = NULL;
+			if (pi_redial_failed(c))
+				return;
 		} else {
 			c->pc_state = PC_INSPECT;
 			pi_server_attach(c);
+			/* Fresh and verified: clean until a request goes on it. */
+			pi->pi_poolable = 1;
+			if (pi->pi_retry.hb_len > 0 && pi_resend(c) == -1)
+				return;
 		}
 		pi_h2_release(c);
 		pi_run(c);
@@ -1394,6 +1645,8 @@ proxy_inspect_server_event(struct proxy_conn *c, short what)
 	bufferevent_free(c->pc_server);
 	c->pc_server = NULL;
 	c->pc_state = PC_INSPECT;
+	if (pi_redial_failed(c))
+		return;
 	pi_h2_release(c);
 	pi_run(c);
 }
@@ -1418,12 +1671,44 @@ proxy_inspect_resume(struct proxy_conn *c)
 		pi_run(c);
 }
 
+/*
+ * c ends cleanly: its upstream goes to this thread's pool if it is clean (see the
+ * top: pi_poolable, set only once an answer was read to its end, or for one never
+ * used), idle, and its TLS session healthy; then it is the pool's.
+ */
+static void
+proxy_inspect_pool(struct proxy_conn *c)
+{
+	struct proxy_inspect *pi = c->pc_inspect;
+	struct proxy_pool_key k;
+	SSL *ssl;
+
+	if (pi == NULL || c->pc_worker->pw_pool == NULL || c->pc_state != PC_INSPECT ||
+	    c->pc_sandbox == NULL || c->pc_policy == NULL || !pi->pi_server_up ||
+	    !pi->pi_poolable || pi->pi_server_eof || pi->pi_fail != NULL ||
+	    pi->pi_rs != PR_IDLE || c->pc_via != NULL)
+		return;
+	if (c->pc_proto == POLICY_PROTO_TLS) {
+		ssl = bufferevent_openssl_get_ssl(c->pc_server);
+		if (ssl == NULL || !SSL_is_init_finished(ssl) ||
+		    SSL_get_shutdown(ssl) != 0 || SSL_pending(ssl) != 0 ||
+		    proxy_tls_alpn_is_h2(ssl))
+			return;
+	}
+	pi_pool_key(c, pi->pi_up_h2, &k);
+	/* The pool owns it either way (it closes what it does not keep). */
+	(void)proxy_pool_put(c->pc_worker->pw_pool, &k, c->pc_server,
+	    &c->pc_upstream);
+	c->pc_server = NULL;
+}
+
 const struct proxy_mode proxy_mode_inspect = {
 	.pm_name = "inspect",
 	.pm_start = proxy_inspect_start,
 	.pm_server_bev = proxy_inspect_server_bev,
 	.pm_server_event = proxy_inspect_server_event,
 	.pm_recheck = proxy_inspect_recheck,
+	.pm_pool = proxy_inspect_pool,
 	.pm_free = proxy_inspect_free,
 	.pm_resume = proxy_inspect_resume,
 };
@@ -1435,8 +1720,9 @@ const struct proxy_mode proxy_mode_inspect = {
  * VM's done, the upstream's verified: proxy_inspect_start() and
  * proxy_inspect_server_event() without TLS).  c is as proxy_conn_decide() leaves
  * it (pc_worker, pc_sandbox, pc_policy, pc_name, pc_dport, pc_proto: TLS for the
- * injecting path, HTTP for plain, pc_timer, on pw_conns); c owns vm and origin from
- * here.  0, or -1 (c was closed).
+ * injecting path, HTTP for plain, pc_timer, on pw_conns; pc_reused: origin stands
+ * for a connection taken from the pool); c owns vm and origin from here.  0, or
+ * -1 (c was closed).
  */
 int
 proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
@@ -1453,6 +1739,8 @@ proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
 	c->pc_state = PC_INSPECT;
 	c->pc_inspect->pi_client_up = 1;	/* BEV_EVENT_CONNECTED from the VM */
 	pi_server_attach(c);			/* and from a verified upstream */
+	c->pc_inspect->pi_poolable = 1;		/* fresh, or idle in the pool */
+	c->pc_inspect->pi_reused = c->pc_reused;
 	pi_run(c);
 	return 0;
 }

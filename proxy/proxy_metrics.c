@@ -87,6 +87,8 @@ metrics_copy_sb(struct proxy_sandbox *ps, void *arg)
 	m->ms_st.ss_requests_denied =
 	    proxy_stats_get(&ps->ps_stats.ss_requests_denied);
 	m->ms_st.ss_exfil = proxy_stats_get(&ps->ps_stats.ss_exfil);
+	for (i = 0; i < sizeof(m->ms_st.ss_pool) / sizeof(m->ms_st.ss_pool[0]); i++)
+		m->ms_st.ss_pool[i] = proxy_stats_get(&ps->ps_stats.ss_pool[i]);
 }
 
 /* A label value, escaped (text format: \\, \", \n). */
@@ -122,6 +124,15 @@ metrics_sb_line(FILE *f, const char *name, const char *sb, const char *label,
 		metrics_label(f, value);
 	}
 	fprintf(f, "\"} %llu\n", (unsigned long long)n);
+}
+
+/* Two samples of one family for sandbox sb: LABEL="a" na, LABEL="b" nb. */
+static void
+metrics_sb_pair(FILE *f, const char *name, const char *sb, const char *label,
+    const char *a, uint64_t na, const char *b, uint64_t nb)
+{
+	metrics_sb_line(f, name, sb, label, a, na);
+	metrics_sb_line(f, name, sb, label, b, nb);
 }
 
 static void
@@ -161,10 +172,8 @@ metrics_write(FILE *f, const struct metrics_snap *sn)
 	    "and closed).");
 	for (i = 0; i < sn->sn_n; i++) {
 		m = &sn->sn_v[i];
-		metrics_sb_line(f, "airlock_connections_total", m->ms_name,
-		    "decision", "allow", m->ms_allowed);
-		metrics_sb_line(f, "airlock_connections_total", m->ms_name,
-		    "decision", "deny", m->ms_denied);
+		metrics_sb_pair(f, "airlock_connections_total", m->ms_name,
+		    "decision", "allow", m->ms_allowed, "deny", m->ms_denied);
 	}
 	metrics_head(f, "airlock_connections_live", "gauge",
 	    "Connections of a sandbox's VM open now.");
@@ -175,10 +184,9 @@ metrics_write(FILE *f, const struct metrics_snap *sn)
 	    "Inspected HTTP requests (HTTP/2 streams), by decision.");
 	for (i = 0; i < sn->sn_n; i++) {
 		m = &sn->sn_v[i];
-		metrics_sb_line(f, "airlock_requests_total", m->ms_name, "decision",
-		    "allow", m->ms_st.ss_requests_allowed);
-		metrics_sb_line(f, "airlock_requests_total", m->ms_name, "decision",
-		    "deny", m->ms_st.ss_requests_denied);
+		metrics_sb_pair(f, "airlock_requests_total", m->ms_name, "decision",
+		    "allow", m->ms_st.ss_requests_allowed, "deny",
+		    m->ms_st.ss_requests_denied);
 	}
 	metrics_head(f, "airlock_denials_total", "counter",
 	    "Denials (connections, requests, DNS) by reason code; a reason not "
@@ -200,10 +208,8 @@ metrics_write(FILE *f, const struct metrics_snap *sn)
 	    "Bytes airlock passed on, towards the origin (up) or the VM (down).");
 	for (i = 0; i < sn->sn_n; i++) {
 		m = &sn->sn_v[i];
-		metrics_sb_line(f, "airlock_bytes_total", m->ms_name, "direction",
-		    "up", m->ms_up);
-		metrics_sb_line(f, "airlock_bytes_total", m->ms_name, "direction",
-		    "down", m->ms_down);
+		metrics_sb_pair(f, "airlock_bytes_total", m->ms_name, "direction",
+		    "up", m->ms_up, "down", m->ms_down);
 	}
 	metrics_head(f, "airlock_dns_queries_total", "counter",
 	    "DNS queries from a sandbox's VM.");
@@ -218,6 +224,33 @@ metrics_write(FILE *f, const struct metrics_snap *sn)
 			    sn->sn_v[i].ms_name, "outcome",
 			    proxy_dns_outcome_str((enum proxy_dns_outcome)k),
 			    sn->sn_v[i].ms_st.ss_dns[k]);
+
+	metrics_head(f, "airlock_upstream_pool_lookups_total", "counter",
+	    "Inspected connections that looked for an idle pooled upstream "
+	    "connection: found one (hit) or dialled (miss).");
+	for (i = 0; i < sn->sn_n; i++) {
+		m = &sn->sn_v[i];
+		metrics_sb_pair(f, "airlock_upstream_pool_lookups_total", m->ms_name,
+		    "result", "hit", m->ms_st.ss_pool[PPU_HIT], "miss",
+		    m->ms_st.ss_pool[PPU_MISS]);
+	}
+	metrics_head(f, "airlock_upstream_pool_retries_total", "counter",
+	    "Pooled upstream connections that closed before answering, replaced "
+	    "by a new dial.");
+	for (i = 0; i < sn->sn_n; i++)
+		metrics_sb_line(f, "airlock_upstream_pool_retries_total",
+		    sn->sn_v[i].ms_name, NULL, NULL,
+		    sn->sn_v[i].ms_st.ss_pool[PPU_RETRY]);
+	metrics_head(f, "airlock_upstream_pool_idle", "gauge",
+	    "Idle upstream connections in the pools now (all worker threads).");
+	fprintf(f, "airlock_upstream_pool_idle %llu\n",
+	    (unsigned long long)proxy_stats_pool_idle_now());
+	metrics_head(f, "airlock_upstream_pool_closed_total", "counter",
+	    "Idle pooled upstream connections closed, by why.");
+	for (k = 0; k < PPC__COUNT; k++)
+		fprintf(f, "airlock_upstream_pool_closed_total{reason=\"%s\"} %llu\n",
+		    proxy_pool_close_names[k],
+		    (unsigned long long)proxy_stats_pool_closes((enum proxy_pool_close)k));
 
 	metrics_hist(f, PH_DIAL, "airlock_dial_duration_seconds",
 	    "Upstream connects, to the TCP handshake's end (inspect: to the "

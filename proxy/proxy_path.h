@@ -16,9 +16,14 @@
  *	proxy_conn_close.c	below them all: the current policy before each
  *				decision (proxy_conn_current), the end (close, audit)
  *	proxy_conn_limit.c	per-sandbox limits
+ *	proxy_pool.c		the idle upstream connections a mode keeps for later
+ *				connections (inspect; one pool per worker: proxy_pool.h)
  * Each calls only down this list (a mode's callbacks are reached through struct
- * proxy_mode).  Nothing here is used outside these files, but for the workers
- * (proxy.c starts them: the first prototypes below).
+ * proxy_mode), with one exception: inspect dials again through proxy_conn_dial()
+ * when an upstream it took from the pool closed before answering anything (as the
+ * core would have dialled it in the first place).  Nothing here is used outside
+ * these files, but for the workers (proxy.c starts them: the first prototypes
+ * below).
  *
  * A connection moves through the states below.  After PC_DECIDED the decision's
  * mode takes over: it dials (PC_RESOLVE, PC_CONNECT; inspect with a TLS bufferevent
@@ -100,6 +105,7 @@ struct proxy_dns_ticket {
 };
 struct proxy_inspect;
 struct proxy_h2;
+struct proxy_pool;
 struct proxy_tls_check;
 struct policy_verdict;
 struct ssl_ctx_st;
@@ -111,8 +117,9 @@ struct ssl_ctx_st;
 struct proxy_mode {
 	const char	*pm_name;	/* "splice", "inspect", "h2" */
 	/*
-	 * c was allowed: get ready.  0: the core dials (proxy_conn_dial()); -1: c
-	 * was closed.  NULL for h2, which inspect hands a connection over to.
+	 * c was allowed: get ready.  0: the core dials (proxy_conn_dial()); 1: the
+	 * mode has its upstream already (an idle pooled connection, proxy_pool.h);
+	 * -1: c was closed.  NULL for h2, which inspect hands a connection over to.
 	 */
 	int		(*pm_start)(struct proxy_conn *c);
 	/*
@@ -133,6 +140,12 @@ struct proxy_mode {
 	/* After a reload: 0 if c may go on under verdict v (same mode), else -1. */
 	int		(*pm_recheck)(struct proxy_conn *c,
 			    const struct policy_verdict *v);
+	/*
+	 * c ends cleanly (no denial, no reset), before its sockets are closed: the
+	 * mode may keep its upstream for a later connection (it takes pc_server
+	 * and sets it NULL).  NULL: never kept.
+	 */
+	void		(*pm_pool)(struct proxy_conn *c);
 	/* c is being freed: the mode's own state goes (NULL-safe, never started). */
 	void		(*pm_free)(struct proxy_conn *c);
 	/* The bytes_per_second pause ended (proxy_limit_bytes): read again. */
@@ -202,6 +215,9 @@ struct proxy_conn {
 	int			 pc_server_eof;
 	int			 pc_paused;	/* rate limit: reads held */
 	int			 pc_counted;	/* ps_conns_live incremented */
+	/* its upstream came from the pool; that one failed and another was dialled */
+	int			 pc_reused;
+	int			 pc_retried;
 };
 
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
@@ -228,6 +244,8 @@ struct proxy_worker {
 	/* inspect mode's TLS contexts (proxy_tls.c): towards the VM, the origin */
 	struct ssl_ctx_st	*pw_tls_in;
 	struct ssl_ctx_st	*pw_tls_out;
+	/* idle upstream connections of this thread (proxy_pool.h), NULL: none kept */
+	struct proxy_pool	*pw_pool;
 };
 
 /* proxy_conn_close.c */

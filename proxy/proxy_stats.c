@@ -27,6 +27,16 @@ static struct {
 } proxy_hists[PH__COUNT];
 
 static uint64_t proxy_reloads[2];	/* [0] all, [1] with a failed policy */
+static uint64_t proxy_pool_idle;	/* idle pooled connections, all workers */
+static uint64_t proxy_pool_closes[PPC__COUNT];
+
+const char *const proxy_pool_close_names[PPC__COUNT] = {
+	[PPC_EXPIRED] = "expired",
+	[PPC_ORIGIN] = "origin",
+	[PPC_EVICTED] = "evicted",
+	[PPC_PURGED] = "reload",
+	[PPC_SHUTDOWN] = "shutdown",
+};
 
 static void
 stats_add(uint64_t *c, uint64_t n)
@@ -77,6 +87,40 @@ proxy_sb_stats_dns(struct proxy_sb_stats *ss, unsigned int outcome)
 {
 	if (outcome < PROXY_STATS_DNS_N)
 		stats_add(&ss->ss_dns[outcome], 1);
+}
+
+void
+proxy_sb_stats_pool(struct proxy_sb_stats *ss, enum proxy_pool_use u)
+{
+	if ((unsigned int)u < sizeof(ss->ss_pool) / sizeof(ss->ss_pool[0]))
+		stats_add(&ss->ss_pool[u], 1);
+}
+
+void
+proxy_stats_pool_idle(int delta)
+{
+	/* Unsigned wrap-around makes -1 a subtraction. */
+	stats_add(&proxy_pool_idle, (uint64_t)(int64_t)delta);
+}
+
+uint64_t
+proxy_stats_pool_idle_now(void)
+{
+	return proxy_stats_get(&proxy_pool_idle);
+}
+
+void
+proxy_stats_pool_closed(enum proxy_pool_close why)
+{
+	if ((unsigned int)why < PPC__COUNT)
+		stats_add(&proxy_pool_closes[why], 1);
+}
+
+uint64_t
+proxy_stats_pool_closes(enum proxy_pool_close why)
+{
+	return (unsigned int)why < PPC__COUNT ?
+	    proxy_stats_get(&proxy_pool_closes[why]) : 0;
 }
 
 void

@@ -21,7 +21,25 @@ struct proxy_sb_stats {
 	uint64_t	ss_requests_denied;
 	uint64_t	ss_exfil;		/* exfil records */
 	uint64_t	ss_dns[PROXY_STATS_DNS_N];	/* DNS answers by outcome */
+	uint64_t	ss_pool[3];		/* enum proxy_pool_use */
 };
+
+/* An inspected connection's upstream and the pool (proxy_pool.c). */
+enum proxy_pool_use {
+	PPU_HIT = 0,		/* an idle pooled connection served it */
+	PPU_MISS,		/* none was there: dialled */
+	PPU_RETRY,		/* the pooled one failed before answering: dialled */
+};
+/* Why an idle pooled connection was closed. */
+enum proxy_pool_close {
+	PPC_EXPIRED = 0,	/* idle past upstream_pool_idle_ms */
+	PPC_ORIGIN,		/* the origin closed it or sent bytes while idle */
+	PPC_EVICTED,		/* a limit made room for a newer one */
+	PPC_PURGED,		/* a reload: sandbox gone, policy changed */
+	PPC_SHUTDOWN,		/* the worker stopped */
+	PPC__COUNT
+};
+extern const char *const proxy_pool_close_names[PPC__COUNT];
 
 /* A denial for reason code (a PR_STR() or policy_reason_str() string). */
 void	proxy_sb_stats_denial(struct proxy_sb_stats *ss, const char *reason);
@@ -29,8 +47,14 @@ void	proxy_sb_stats_request(struct proxy_sb_stats *ss, int allowed);
 void	proxy_sb_stats_exfil(struct proxy_sb_stats *ss);
 /* outcome: an enum proxy_dns_outcome (one past the table is not counted). */
 void	proxy_sb_stats_dns(struct proxy_sb_stats *ss, unsigned int outcome);
+void	proxy_sb_stats_pool(struct proxy_sb_stats *ss, enum proxy_pool_use u);
 /* Reads one counter. */
 uint64_t proxy_stats_get(const uint64_t *c);
+/* Idle pooled connections (all workers): delta +1 or -1; the count now. */
+void	proxy_stats_pool_idle(int delta);
+uint64_t proxy_stats_pool_idle_now(void);
+void	proxy_stats_pool_closed(enum proxy_pool_close why);
+uint64_t proxy_stats_pool_closes(enum proxy_pool_close why);
 
 /* Latency histograms, one per kind, over every sandbox. */
 enum proxy_hist {

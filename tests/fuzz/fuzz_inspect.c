@@ -8,7 +8,12 @@
  * Input:  RULE VM-SCRIPT [ "\0ORIGIN\0" ORIGIN-SCRIPT [ "\0CUTS\0" CUTS ] ]
  *	RULE % 3 picks the connection: 0 api.test (inspected TLS, injects secret
  *	"tok" as Authorization: Bearer), 1 other.test (inspected TLS, nothing
- *	injected: responses redacted), 2 plain.test (plain HTTP).  Each CUTS byte is
+ *	injected: responses redacted), 2 plain.test (plain HTTP); RULE / 3 odd: the
+ *	origin's connection was taken from the upstream pool (proxy_pool.c), so
+ *	its closing before any byte of an answer dials again (once; no resolver
+ *	here: the connection then ends resolve_failed).  The worker has a pool: an
+ *	upstream left clean at the end goes into it (plain HTTP only: a pair is no
+ *	TLS connection) and is closed with it.  Each CUTS byte is
  *	one step: bit 7 the side (0 VM, 1 origin), bits 0-6 how many bytes of that
  *	side's script go next (0: that side ends, EOF).  After the cuts, what is left
  *	of the VM's script goes, then the origin's, then the origin ends, then the VM.
@@ -43,6 +48,7 @@
 
 #include "fz_world.h"
 #include "../../proxy/proxy_http.h"
+#include "../../proxy/proxy_pool.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -74,6 +80,7 @@ static const struct {
 };
 
 static struct proxy_sandbox fz_sb;
+static const struct proxy_pool_limits fz_pool_limits = { 30000, 4, 32, 128 };
 static int fz_vm_knows[2];	/* the VM's script holds a piece of value i */
 static int fz_vm_sent[2];	/* the VM's script holds all of value i */
 static int fz_conn;		/* index into fz_conns of this input */
@@ -377,10 +384,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_worker_init(&w, vmp, orp);
 	vm.fs_bev = vmp[1];
 	og.fs_bev = orp[1];
+	if ((w.pw_pool = proxy_pool_new(w.pw_base, &fz_pool_limits, NULL)) == NULL)
+		abort();
 
 	/* The connection as proxy_conn_decide() leaves an inspected one. */
 	c = fz_conn_new(&w, &fz_sb, fz_conns[fz_conn].host, fz_conns[fz_conn].rule,
 	    fz_conns[fz_conn].port, fz_conns[fz_conn].proto);
+	c->pc_reused = (data[0] / 3) % 2;	/* the origin's came from the pool */
 
 	if (proxy_inspect_attach_test(c, vmp[0], orp[0]) == 0) {
 		for (i = 0; i < ncuts && !TAILQ_EMPTY(&w.pw_conns); i++) {
@@ -412,6 +422,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_check_vm(vn ? evbuffer_pullup(v, -1) : NULL, vn, meth,
 		    nvm > nreq ? nvm : nreq, nreq);
 	}
+	proxy_pool_free(w.pw_pool);
 	bufferevent_free(vmp[1]);
 	bufferevent_free(orp[1]);
 	event_base_free(w.pw_base);

@@ -22,6 +22,18 @@
  * "/smuggle-cl", "/smuggle-chunked", "/smuggle-204" (GET or HEAD) answer "first\n"
  * (Content-Length, chunked, or a 204 without body) and, in the same write, a
  * second, unasked-for response with the body "SMUGGLED\n"; then keep-alive.
+ * "/conn..." (any method; a Content-Length body is read and dropped) are for the
+ * upstream connection pool: keep-alive, the body "origin NAME conn N req M\n", N
+ * the origin's count of TCP connections (from 1) and M the request's on that
+ * connection, so a test sees which connection served it.  "/conn-echo" answers
+ * "conn N req M\n" and then the request head as received.  Origins that mean it
+ * less: "/conn-close" says Connection: close and "/conn-http10" answers HTTP/1.0
+ * without keep-alive, and both go on serving the connection anyway (a proxy must
+ * not take them at their word's opposite); "/conn-stall" declares 1000000 bytes,
+ * sends 1000 and waits for the peer to go; after "/conn-drop-next" the next
+ * request on that connection is read and the connection closed unanswered
+ * ("dropped METHOD" on stderr); after "/conn-idle-close" the connection closes
+ * once the file $ORIGIN_CLOSE_FLAG exists (while idle; a request first is served).
  * Prints "ready" on stdout once listening.
  *
  * With $ORIGIN_PEERS set, each "accept" line names the peer: "accept ADDR" (so a
@@ -37,6 +49,7 @@
 #include <arpa/inet.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +62,9 @@
 static SSL *ssl;
 static int cfd = -1;
 static int recfd = -1;
+static unsigned long conn_no;	/* this connection's number (from 1) */
+static unsigned long req_no;	/* requests on it so far */
+static int drop_next;		/* /conn-drop-next: drop the next request */
 
 /* SIGTERM to the listener ends its connection children too (its own group). */
 static void
@@ -211,6 +227,101 @@ serve_smuggle(const char *path, char *req, size_t used, size_t *have)
 	return io_write(out, strlen(out)) == 0;
 }
 
+/* Reads and drops the Content-Length body of the head req[used]; 0, or -1. */
+static int
+drain_body(char *req, size_t used, size_t *have)
+{
+	char buf[4096], *cl;
+	unsigned long long left = 0;
+	size_t take;
+	int n;
+
+	req[used - 2] = '\0';
+	if ((cl = strcasestr(req, "\r\ncontent-length:")) != NULL)
+		left = strtoull(cl + 17, NULL, 10);
+	req[used - 2] = '\r';
+	take = *have - used < left ? *have - used : (size_t)left;
+	memmove(req + used, req + used + take, *have - used - take);
+	*have -= take;
+	left -= take;
+	while (left > 0) {
+		if ((n = io_read(buf, left < sizeof(buf) ? (size_t)left :
+		    sizeof(buf))) <= 0)
+			return -1;
+		left -= (unsigned long long)n;
+	}
+	return 0;
+}
+
+/* Waits until the peer sends something (1), goes (0), or $ORIGIN_CLOSE_FLAG is there (0). */
+static int
+wait_idle_close(void)
+{
+	const char *flag = getenv("ORIGIN_CLOSE_FLAG");
+	struct pollfd pfd = { cfd, POLLIN, 0 };
+	int i;
+
+	for (i = 0; i < 600; i++) {	/* a minute at most */
+		if (flag != NULL && access(flag, F_OK) == 0)
+			return 0;
+		if ((ssl != NULL && SSL_pending(ssl) > 0) || poll(&pfd, 1, 100) > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The /conn paths (see the top).  1: serve another request, 0: close. */
+static int
+serve_conn(const char *name, char *req, size_t used, size_t *have)
+{
+	char hdr[256], body[8192 + 64], line[64];
+	const char *path = strchr(req, ' ') + 1;
+	size_t blen;
+	int echo, stall;
+
+	req_no++;
+	snprintf(line, sizeof(line), "conn %lu req %lu\n", conn_no, req_no);
+	echo = strncmp(path, "/conn-echo", 10) == 0;
+	stall = strncmp(path, "/conn-stall", 11) == 0;
+	if (echo)
+		blen = (size_t)snprintf(body, sizeof(body), "%s%.*s", line,
+		    (int)used, req);
+	else
+		blen = (size_t)snprintf(body, sizeof(body), "origin %s %s", name,
+		    line);
+	if (blen >= sizeof(body))
+		blen = sizeof(body) - 1;
+	if (drain_body(req, used, have) == -1)
+		return 0;
+	memmove(req, req + used, *have - used);
+	*have -= used;
+	if (stall) {
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: "
+		    "1000000\r\n\r\n");
+		memset(body, 'x', 1000);
+		if (io_write(hdr, strlen(hdr)) == 0 && io_write(body, 1000) == 0)
+			while (io_read(body, sizeof(body)) > 0)
+				;
+		return 0;
+	}
+	if (strncmp(path, "/conn-close", 11) == 0)
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %zu"
+		    "\r\nConnection: close\r\n\r\n", blen);
+	else if (strncmp(path, "/conn-http10", 12) == 0)
+		snprintf(hdr, sizeof(hdr), "HTTP/1.0 200 OK\r\nContent-Length: %zu"
+		    "\r\n\r\n", blen);
+	else
+		snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %zu"
+		    "\r\n\r\n", blen);
+	if (io_write(hdr, strlen(hdr)) == -1 || io_write(body, blen) == -1)
+		return 0;
+	if (strncmp(path, "/conn-drop-next", 15) == 0)
+		drop_next = 1;
+	if (strncmp(path, "/conn-idle-close", 16) == 0 && *have == 0)
+		return wait_idle_close();
+	return 1;
+}
+
 /*
  * One request from req[*have] (bytes of a next request stay there).  Returns 1 to
  * serve another on the same connection (a path under /ka: keep-alive, for request
@@ -233,6 +344,13 @@ serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 		req[*have] = '\0';
 	}
 	used = (size_t)(end + 4 - req);
+	if (drop_next) {
+		fprintf(stderr, "dropped %.*s\n", (int)strcspn(req, " "), req);
+		return 0;
+	}
+	if (strchr(req, ' ') != NULL &&
+	    strncmp(strchr(req, ' ') + 1, "/conn", 5) == 0)
+		return serve_conn(name, req, used, have);
 	if (strchr(req, '/') != NULL && strncmp(strchr(req, '/'), "/echo", 5) == 0)
 		return serve_echo(req, used, have, reqlen);
 	if (strncmp(req, "GET /reflect/", 13) == 0)
@@ -352,6 +470,7 @@ main(int argc, char **argv)
 
 		if ((cfd = accept(lfd, (struct sockaddr *)&peer, &plen)) == -1)
 			continue;
+		conn_no++;
 		/* tests count connections */
 		if (getenv("ORIGIN_PEERS") != NULL &&
 		    inet_ntop(AF_INET, &peer.sin_addr, pbuf, sizeof(pbuf)) != NULL)

@@ -72,6 +72,16 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"dns_port\": 53.0}", "1:2: $.dns_port: must be an integer" },
 	{ "{\"workers\": -1}", "1:2: $.workers: -1 out of range" },
 	{ "{\"workers\": true}", "1:2: $.workers: must be an integer" },
+	{ "{\"upstream_pool_idle_ms\": -1}",
+	    "1:2: $.upstream_pool_idle_ms: -1 out of range 0..600000" },
+	{ "{\"upstream_pool_idle_ms\": 600001}",
+	    "1:2: $.upstream_pool_idle_ms: 600001 out of range 0..600000" },
+	{ "{\"upstream_pool_per_host\": 65}",
+	    "1:2: $.upstream_pool_per_host: 65 out of range 0..64" },
+	{ "{\"upstream_pool_per_sandbox\": \"4\"}",
+	    "1:2: $.upstream_pool_per_sandbox: must be an integer 0..1024" },
+	{ "{\"upstream_pool_max\": 4097}",
+	    "1:2: $.upstream_pool_max: 4097 out of range 0..4096" },
 	{ "{\"state_dir\": \"var/lib/airlock\"}",
 	    "1:2: $.state_dir: must be an absolute path" },
 	{ "{\"state_dir\": \"\"}", "1:2: $.state_dir: must not be empty" },
@@ -262,6 +272,9 @@ test_defaults(void)
 	is_string("", c.audit_key_file, "default audit.key_file (null)");
 	is_string("qemu:///system", c.libvirt_uri, "default libvirt_uri");
 	is_string("airlock", c.user, "default user");
+	ok(c.pool_idle_ms == 30000 && c.pool_per_host == 4 &&
+	    c.pool_per_sandbox == 32 && c.pool_max == 128,
+	    "default upstream_pool_* (30000 ms, 4, 32, 128)");
 }
 
 static void
@@ -352,6 +365,11 @@ test_full(void)
 	    sizeof(err)), "a password in the URL refused");
 	ok(strstr(err, "Canary-Pw-7") == NULL && strstr(err, "joe") == NULL,
 	    "... without quoting it: %s", err);
+	ok(load_text("{\"upstream_pool_idle_ms\": 600000, \"upstream_pool_per_host\": 0, "
+	    "\"upstream_pool_per_sandbox\": 1024, \"upstream_pool_max\": 4096}", &c,
+	    NULL, err, sizeof(err)) == 0 && c.pool_idle_ms == 600000 &&
+	    c.pool_per_host == 0 && c.pool_per_sandbox == 1024 &&
+	    c.pool_max == 4096, "upstream_pool_* range edges accepted");
 	/* A short err buffer truncates safely; errlen 0 writes nothing. */
 	memset(err, 'X', sizeof(err));
 	is_int(-1, load_text("{\"workers\": 257}", &c, NULL, err, 8),
