@@ -149,6 +149,8 @@ void	proxy_keyd_client_stop(void);
  * the control channel's lock).  label names it in keyd's log.  0, or -1 with err.
  */
 int	proxy_keyd_chan_open(const char *label, char *err, size_t errlen);
+/* The same only when this thread has no channel (or it broke).  0 or -1. */
+int	proxy_keyd_chan_ready(const char *label, char *err, size_t errlen);
 void	proxy_keyd_chan_close(void);
 /*
  * Asks keyd, on this thread's channel (opened again if it broke), for a leaf for
@@ -161,8 +163,9 @@ int	proxy_keyd_mint(const char *sandbox, const char *hash, const char *name,
 	    const struct ca *ca, EVP_PKEY *leaf_key, X509 **out, char *err,
 	    size_t errlen);
 /*
- * Asks keyd, on this thread's channel (opened again if it broke), to sign the
- * audit chain's head (seq, head) for a checkpoint at ts_ms; waits up to 0.5 s.
+ * Asks keyd, on this thread's channel (not opened again here: the caller holds the
+ * audit log's lock; proxy_keyd_chan_ready() first), to sign the audit chain's head
+ * (seq, head) for a checkpoint at ts_ms; waits up to 0.5 s.
  * 0 with *out (the signature, key id and link), or -1 with err: keyd refused (its
  * code and message), or it is gone or too slow (the channel is then closed).
  */

@@ -209,6 +209,12 @@ keyd_ctl_add(int fd, const char *label, char *err, size_t errlen)
 }
 
 int
+proxy_keyd_chan_ready(const char *label, char *err, size_t errlen)
+{
+	return keyd_chan_fd >= 0 ? 0 : proxy_keyd_chan_open(label, err, errlen);
+}
+
+int
 proxy_keyd_chan_open(const char *label, char *err, size_t errlen)
 {
 	int sv[2], rv;
@@ -324,9 +330,9 @@ proxy_keyd_sign(long long seq, const char *head, long long ts_ms,
 	int rv = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (keyd_chan_fd < 0 && proxy_keyd_chan_open(NULL, why,
-	    sizeof(why)) == -1) {
-		proxy_fmt(err, errlen, "%s", why);
+	/* Not opened here: the writer's lock is held (proxy_keyd_chan_ready()). */
+	if (keyd_chan_fd < 0) {
+		proxy_fmt(err, errlen, "no channel to it (it could not be opened)");
 		return -1;
 	}
 	id = ++keyd_chan_id;
