@@ -34,6 +34,7 @@ static struct event *cp_ev;		/* on the main loop: one is due */
 static int cp_signing;			/* audit.sign_key was loaded into keyd */
 static int cp_down;			/* the last checkpoint was not signed */
 static int cp_rotate_failed;		/* no rotation by size until a SIGHUP */
+static int cp_failing;			/* a checkpoint could not be written */
 
 /*
  * The main thread's channel to keyd, opened again (if it broke) before the log's
@@ -117,6 +118,7 @@ static void
 proxy_cp_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct audit_log *log = proxy_audit();
+	struct timeval retry = { 1, 0 };
 	char err[512];
 	int cp, rot;
 
@@ -131,12 +133,22 @@ proxy_cp_cb(evutil_socket_t fd, short what, void *arg)
 			    "in the file it writes; SIGHUP continues it at %s)",
 			    err, proxy_cfg.audit_path);
 			cp_rotate_failed = 1;
-			proxy_cp_watch();
 		}
 	}
 	audit_due(log, &cp, &rot);
-	if (cp_signing && cp && audit_checkpoint(log, "count") == -1)
-		log_warn("audit log: a checkpoint");
+	if (cp_signing && cp && audit_checkpoint(log, "count") == -1) {
+		/*
+		 * The log fails (audit_error() says it, new connections are
+		 * refused): again in a second, not at once for every record.
+		 */
+		if (!cp_failing)
+			log_warn("audit log: a checkpoint could not be written "
+			    "(tried again each second)");
+		cp_failing = 1;
+		event_add(cp_ev, &retry);
+		return;
+	}
+	cp_failing = 0;
 	/* What came while this ran is told again. */
 	proxy_cp_watch();
 }
