@@ -13,10 +13,26 @@
 #define AUDIT_HASH_END		"\"}"
 
 /* One line's identity, as the line parser extracts it. */
+enum audit_line_kind {
+	AL_RECORD = 0,		/* any record but the two below */
+	AL_CHECKPOINT,
+	AL_ROTATE,
+};
 struct audit_line {
 	long long	 al_seq;
 	char		 al_prev[AUDIT_HASH_HEX + 1];
 	char		 al_hash[AUDIT_HASH_HEX + 1];
+	enum audit_line_kind al_kind;
+	/* A checkpoint's fields (checked against seq and prev already). */
+	char		 al_ts[32];
+	char		 al_at[16];
+	long long	 al_last_seq;		/* also a rotate record's */
+	long long	 al_link_seq;
+	char		 al_link_head[AUDIT_HASH_HEX + 1];
+	int		 al_signed;		/* key and sig, else unsigned */
+	char		 al_key[AUDIT_KEYID_HEX + 1];
+	char		 al_sig[AUDIT_SIG_HEX + 1];
+	char		 al_unsigned[200];	/* why not signed (cut) */
 };
 
 /*
@@ -114,5 +130,22 @@ int	audit_hash_compute(const char *b, size_t blen, const unsigned char *key,
 	    size_t keylen, char hex[AUDIT_HASH_HEX + 1]);
 /* 1 if s[0..63] are lowercase hex digits. */
 int	audit_hash_is_hex(const char *s);
+
+/* audit_read.c */
+/*
+ * Reads a secret's file: regular (not through a symlink), no group or other
+ * permission bits, owned by root or this user too with root_only; at most cap
+ * bytes into buf (*got; cap read means the file may be longer).  what names it in
+ * err ("key file", "signing key").  0, or -1 with err (buf wiped).
+ */
+int	audit_secret_read(const char *path, const char *what, int root_only,
+	    void *buf, size_t cap, size_t *got, char *err, size_t errlen);
+
+/* audit_sign.c */
+/* 1 if s is exactly n lower-case hex digits. */
+int	audit_is_hex(const char *s, size_t n);
+/* The names a checkpoint's "at" and a rotate record's "source" may have. */
+int	audit_at_is_valid(const char *at);
+int	audit_source_is_valid(const char *source);
 
 #endif

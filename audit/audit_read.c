@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "audit_int.h"
 
 #define READER_CHUNK	(64 * 1024)
 
@@ -242,15 +243,14 @@ audit_time_format(long long ms, char *buf, size_t len)
 }
 
 int
-audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *len,
-    char *err, size_t errlen)
+audit_secret_read(const char *path, const char *what, int root_only, void *buf,
+    size_t cap, size_t *got, char *err, size_t errlen)
 {
-	unsigned char buf[AUDIT_KEY_MAX + 1];
 	struct stat st;
-	size_t got = 0;
 	ssize_t n;
 	int fd = -1, rv = -1;
 
+	*got = 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
 	    fstat(fd, &st) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -260,15 +260,21 @@ audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *len,
 		snprintf(err, errlen, "%s: not a regular file", path);
 		goto out;
 	}
+	/* Whoever may write a signing key may sign in airlockd's name. */
+	if (root_only && st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s: %s not owned by root (uid %u)", path, what,
+		    (unsigned int)st.st_uid);
+		goto out;
+	}
 	/* A key others can read proves nothing; one they can write, less. */
 	if ((st.st_mode & 077) != 0) {
-		snprintf(err, errlen, "%s: key file has group or other "
-		    "permissions (mode %04o): chmod 600", path,
+		snprintf(err, errlen, "%s: %s has group or other permissions "
+		    "(mode %04o): chmod 600", path, what,
 		    (unsigned int)(st.st_mode & 07777));
 		goto out;
 	}
-	while (got < sizeof(buf)) {
-		if ((n = read(fd, buf + got, sizeof(buf) - got)) == -1) {
+	while (*got < cap) {
+		if ((n = read(fd, (char *)buf + *got, cap - *got)) == -1) {
 			if (errno == EINTR)
 				continue;
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -276,8 +282,28 @@ audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *len,
 		}
 		if (n == 0)
 			break;
-		got += (size_t)n;
+		*got += (size_t)n;
 	}
+	rv = 0;
+ out:
+	if (rv == -1)
+		explicit_bzero(buf, cap);
+	if (fd != -1)
+		close(fd);
+	return rv;
+}
+
+int
+audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *len,
+    char *err, size_t errlen)
+{
+	unsigned char buf[AUDIT_KEY_MAX + 1];
+	size_t got;
+	int rv = -1;
+
+	if (audit_secret_read(path, "key file", 0, buf, sizeof(buf), &got, err,
+	    errlen) == -1)
+		return -1;
 	if (got == 0 || got > AUDIT_KEY_MAX) {
 		snprintf(err, errlen, "%s: a key is 1 to %d bytes", path,
 		    AUDIT_KEY_MAX);
@@ -288,7 +314,5 @@ audit_key_load(const char *path, unsigned char key[AUDIT_KEY_MAX], size_t *len,
 	rv = 0;
  out:
 	explicit_bzero(buf, sizeof(buf));
-	if (fd != -1)
-		close(fd);
 	return rv;
 }

@@ -1,9 +1,12 @@
 /*
  * audit/audit_verify.c: the verifier.  Checks each line on its own (the hash over its
- * exact bytes, then its JSON), then against the chain (seq one more than the last,
- * prev equal to the last hash), carrying the chain from one file to the next.
+ * exact bytes, then its JSON, and the fields of the writer's own records), then
+ * against the chain (seq one more than the last, prev equal to the last hash),
+ * carrying the chain from one file to the next; and, with a public key, every
+ * checkpoint's signature and its link to the signature before.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,12 +93,112 @@ line_str(json_t *o, const char *key)
 	return json_string_value(v);
 }
 
+/* The integer field key of o into *v: 0, or -1 when it is missing or not one. */
+static int
+line_int(json_t *o, const char *key, long long *v)
+{
+	json_t *j;
+
+	if ((j = json_object_get(o, key)) == NULL || !json_is_integer(j))
+		return -1;
+	*v = (long long)json_integer_value(j);
+	return 0;
+}
+
+/*
+ * The writer's own records, beyond what every record has: a checkpoint names the
+ * record before it (last_seq, head: this record's seq - 1 and prev) and says why
+ * it is there, and is either signed (link_seq, link_head, key, sig) or says why not
+ * (unsigned); a rotate record names the previous file's last record the same way.
+ * Fills al.  0, or -1 with why.
+ */
+static int
+line_writer_fields(json_t *o, const char *event, struct audit_line *al, char *why,
+    size_t whylen)
+{
+	const char *at, *head, *lh, *key, *sig, *uns, *ts;
+	long long first;
+
+	if (strcmp(event, "checkpoint") != 0 && strcmp(event, "rotate") != 0)
+		return 0;
+	al->al_kind = event[0] == 'c' ? AL_CHECKPOINT : AL_ROTATE;
+	if (line_int(o, "last_seq", &al->al_last_seq) == -1 ||
+	    al->al_last_seq != al->al_seq - 1) {
+		snprintf(why, whylen, "%s: \"last_seq\" is not the seq before it",
+		    event);
+		return -1;
+	}
+	if ((head = line_str(o, "head")) == NULL ||
+	    strcmp(head, al->al_prev) != 0) {
+		snprintf(why, whylen, "%s: \"head\" is not the previous record's "
+		    "hash (prev)", event);
+		return -1;
+	}
+	if (al->al_kind == AL_ROTATE) {
+		if ((at = line_str(o, "source")) == NULL ||
+		    !audit_source_is_valid(at)) {
+			snprintf(why, whylen, "rotate: no \"source\" (max_bytes or "
+			    "sighup)");
+			return -1;
+		}
+		return 0;
+	}
+	if ((at = line_str(o, "at")) == NULL || !audit_at_is_valid(at)) {
+		snprintf(why, whylen, "checkpoint: no \"at\" (start, count, "
+		    "max_bytes, sighup or shutdown)");
+		return -1;
+	}
+	snprintf(al->al_at, sizeof(al->al_at), "%s", at);
+	if (al->al_last_seq < 1) {
+		snprintf(why, whylen, "checkpoint: of an empty chain");
+		return -1;
+	}
+	if (json_object_get(o, "first_seq") != NULL &&
+	    (line_int(o, "first_seq", &first) == -1 || first < 1 ||
+	    first > al->al_seq)) {
+		snprintf(why, whylen, "checkpoint: \"first_seq\" is not a seq of "
+		    "this file");
+		return -1;
+	}
+	ts = line_str(o, "ts");
+	if (strlen(ts) >= sizeof(al->al_ts)) {
+		snprintf(why, whylen, "checkpoint: \"ts\" too long");
+		return -1;
+	}
+	memcpy(al->al_ts, ts, strlen(ts) + 1);
+	key = line_str(o, "key");
+	sig = line_str(o, "sig");
+	uns = line_str(o, "unsigned");
+	if (uns != NULL && key == NULL && sig == NULL &&
+	    json_object_get(o, "link_seq") == NULL &&
+	    json_object_get(o, "link_head") == NULL) {
+		snprintf(al->al_unsigned, sizeof(al->al_unsigned), "%s", uns);
+		return 0;
+	}
+	if (uns != NULL || key == NULL || !audit_is_hex(key, AUDIT_KEYID_HEX) ||
+	    sig == NULL || !audit_is_hex(sig, AUDIT_SIG_HEX) ||
+	    line_int(o, "link_seq", &al->al_link_seq) == -1 ||
+	    al->al_link_seq < 0 || al->al_link_seq > al->al_last_seq ||
+	    (lh = line_str(o, "link_head")) == NULL ||
+	    !audit_is_hex(lh, AUDIT_HASH_HEX) ||
+	    (al->al_link_seq == 0 && strcmp(lh, AUDIT_ZERO_HASH) != 0)) {
+		snprintf(why, whylen, "checkpoint: neither signed (\"key\", "
+		    "\"sig\", \"link_seq\", \"link_head\") nor \"unsigned\"");
+		return -1;
+	}
+	al->al_signed = 1;
+	memcpy(al->al_key, key, sizeof(al->al_key));
+	memcpy(al->al_sig, sig, sizeof(al->al_sig));
+	memcpy(al->al_link_head, lh, sizeof(al->al_link_head));
+	return 0;
+}
+
 int
 audit_line_parse(const char *line, size_t len, const unsigned char *key,
     size_t keylen, struct audit_line *al, char *why, size_t whylen)
 {
 	char hex[AUDIT_HASH_HEX + 1];
-	const char *suffix, *prev, *hash;
+	const char *suffix, *prev, *hash, *event;
 	json_error_t jerr;
 	json_t *o = NULL, *seq;
 	size_t blen;
@@ -158,17 +261,131 @@ audit_line_parse(const char *line, size_t len, const unsigned char *key,
 		snprintf(why, whylen, "\"hash\" is not the hash at the line's end");
 		goto out;
 	}
-	if (line_str(o, "ts") == NULL || line_str(o, "event") == NULL) {
+	if (line_str(o, "ts") == NULL || (event = line_str(o, "event")) == NULL) {
 		snprintf(why, whylen, "no \"ts\" or \"event\"");
 		goto out;
 	}
+	memset(al, 0, sizeof(*al));
 	al->al_seq = json_integer_value(seq);
 	memcpy(al->al_prev, prev, sizeof(al->al_prev));
 	memcpy(al->al_hash, hex, sizeof(al->al_hash));
+	if (line_writer_fields(o, event, al, why, whylen) == -1)
+		goto out;
 	rv = 0;
  out:
 	json_decref(o);
 	return rv;
+}
+
+/* Tells the caller something worth saying about the line (not an error). */
+static void __attribute__((format(printf, 2, 3)))
+chain_note(struct audit_chain *c, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (c->ac_note == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->ac_note(c->ac_note_arg, msg);
+}
+
+/*
+ * A checkpoint, once the chain took it: with a key, its signature and its link.
+ * The link is the head its signer signed before: the previous signed checkpoint's
+ * (a continuous series), or where a new signer began: its own head (a signed
+ * "start"), the head of the unsigned "start" before it, or nothing (0, a chain
+ * that begins in these files).  A link to anything else means a signed checkpoint
+ * is missing or was re-made over other records.  0, or -1 with why.
+ */
+static int
+chain_checkpoint(struct audit_chain *c, const struct audit_line *al, char *why,
+    size_t whylen)
+{
+	char canon[AUDIT_CANON_MAX];
+	size_t clen;
+	int start = strcmp(al->al_at, "start") == 0;
+
+	c->ac_cp++;
+	if (start) {
+		c->ac_restarts++;
+		/* The run before it did not end with its checkpoint. */
+		if (c->ac_started && !c->ac_last_is_cp && c->ac_cp > 1)
+			chain_note(c, "airlockd restarted after seq %lld without its "
+			    "final checkpoint (a crash or a kill, or records cut "
+			    "off there): seq %lld..%lld were signed only at the "
+			    "restart", al->al_last_seq, c->ac_last_cp_seq + 1,
+			    al->al_last_seq);
+	}
+	if (!al->al_signed) {
+		c->ac_cp_unsigned++;
+		chain_note(c, "checkpoint at seq %lld (%s) is not signed: %s",
+		    al->al_seq, al->al_at, al->al_unsigned);
+		if (start) {
+			c->ac_start_last = al->al_last_seq;
+			memcpy(c->ac_start_head, al->al_prev,
+			    sizeof(c->ac_start_head));
+		}
+		return 0;
+	}
+	/* Without the key the signature and its link are only data. */
+	if (c->ac_pubkey == NULL)
+		goto taken;
+	if (strcmp(al->al_key, audit_pubkey_id(c->ac_pubkey)) != 0) {
+		snprintf(why, whylen, "checkpoint signed with another key (key id "
+		    "%s; the public key given is %s)", al->al_key,
+		    audit_pubkey_id(c->ac_pubkey));
+		return -1;
+	}
+	if ((clen = audit_checkpoint_canon(canon, sizeof(canon), al->al_key,
+	    al->al_last_seq, al->al_prev, al->al_ts, al->al_link_seq,
+	    al->al_link_head)) == 0 ||
+	    !audit_pubkey_verify(c->ac_pubkey, canon, clen, al->al_sig)) {
+		snprintf(why, whylen, "bad signature: the checkpoint, or the chain "
+		    "it signs, was changed");
+		return -1;
+	}
+	if (c->ac_signed > 0 && al->al_link_seq == c->ac_signed_last &&
+	    strcmp(al->al_link_head, c->ac_signed_head) == 0)
+		;	/* the series goes on */
+	else if (start && al->al_link_seq == al->al_last_seq &&
+	    strcmp(al->al_link_head, al->al_prev) == 0)
+		;	/* a new signer's first: its own head */
+	else if (c->ac_start_last > 0 && al->al_link_seq == c->ac_start_last &&
+	    strcmp(al->al_link_head, c->ac_start_head) == 0)
+		;	/* ... whose start checkpoint it could not sign */
+	else if (c->ac_signed == 0 && al->al_link_seq == 0 &&
+	    c->ac_first_seq == 1)
+		;	/* the first signature of a chain that begins here */
+	else if (c->ac_signed == 0 && al->al_link_seq < c->ac_first_seq)
+		chain_note(c, "checkpoint at seq %lld follows a signature of seq "
+		    "%lld, before the first record given: not checked",
+		    al->al_seq, al->al_link_seq);
+	else {
+		if (c->ac_signed > 0)
+			snprintf(why, whylen, "checkpoint follows a signature of seq "
+			    "%lld, but the previous signed checkpoint here is of "
+			    "seq %lld: a signed checkpoint is missing, or the "
+			    "records before it were rewritten", al->al_link_seq,
+			    c->ac_signed_last);
+		else
+			snprintf(why, whylen, "checkpoint follows a signature of seq "
+			    "%lld that is not in the log: a signed checkpoint is "
+			    "missing, or the records before it were rewritten",
+			    al->al_link_seq);
+		return -1;
+	}
+ taken:
+	c->ac_signed++;
+	c->ac_signed_cp_seq = al->al_seq;
+	c->ac_signed_last = al->al_last_seq;
+	memcpy(c->ac_signed_head, al->al_prev, sizeof(c->ac_signed_head));
+	c->ac_signed_lineno = c->ac_lineno;
+	c->ac_signed_fileno = c->ac_fileno;
+	c->ac_start_last = 0;
+	return 0;
 }
 
 void
@@ -211,8 +428,10 @@ audit_chain_add(struct audit_chain *c, const char *line, size_t len, char *why,
 		if (al.al_seq != c->ac_seq + 1) {
 			/* One line cannot tell a cut from a swap: say both. */
 			snprintf(why, whylen, "seq gap: expected %lld, got %lld "
-			    "(records missing here, or out of order)",
-			    c->ac_seq + 1, al.al_seq);
+			    "(%s)", c->ac_seq + 1, al.al_seq, c->ac_file_first ?
+			    "a file of the chain is missing before this one, or "
+			    "records were cut off the previous file" :
+			    "records missing here, or out of order");
 			return -1;
 		}
 		if (strcmp(al.al_prev, c->ac_head) != 0) {
@@ -222,6 +441,9 @@ audit_chain_add(struct audit_chain *c, const char *line, size_t len, char *why,
 			return -1;
 		}
 	}
+	if (al.al_kind == AL_CHECKPOINT && chain_checkpoint(c, &al, why,
+	    whylen) == -1)
+		return -1;
 	if (c->ac_want_hash != NULL) {
 		if (c->ac_want_seq > 0 && al.al_seq == c->ac_want_seq &&
 		    strcmp(al.al_hash, c->ac_want_hash) != 0) {
@@ -235,6 +457,10 @@ audit_chain_add(struct audit_chain *c, const char *line, size_t len, char *why,
 		}
 	}
 	c->ac_started = 1;
+	c->ac_file_first = 0;
+	c->ac_last_is_cp = al.al_kind == AL_CHECKPOINT;
+	if (c->ac_last_is_cp)
+		c->ac_last_cp_seq = al.al_seq;
 	c->ac_seq = al.al_seq;
 	memcpy(c->ac_head, al.al_hash, sizeof(c->ac_head));
 	memcpy(c->ac_prev, al.al_prev, sizeof(c->ac_prev));
@@ -257,9 +483,11 @@ audit_verify_file(const char *path, struct audit_chain *c,
 		snprintf(why, whylen, "%s", strerror(errno));
 		goto out;
 	}
+	c->ac_file_first = 1;
 	while ((n = audit_reader_next(r, &line, &len, &complete)) == 1) {
 		lineno++;
 		*bad_line = lineno;
+		c->ac_lineno = lineno;
 		if (!complete) {
 			snprintf(why, whylen, "torn last line (no newline at the "
 			    "end: an interrupted write or a cut file)");

@@ -16,6 +16,14 @@
  * (audit_agg.c holds the table): the first is written, the others counted and
  * written as "suppressed":N with the key's next record, or by audit_flush() in a
  * record of their own ("aggregate":"flush") once their second is over.
+ *
+ * Checkpoints and rotation are the writer's own records.  A checkpoint is signed
+ * under the mutex, by the signer the owner installed (audit_set_signer(); in
+ * airlockd a request to its keys process), so that it follows the very head it
+ * signs: writers wait for that one exchange.  A rotation ends the old file with a
+ * checkpoint and starts the new one with a "rotate" record, both under the mutex,
+ * so that no record lands between them.  The owner is told when one is due
+ * (audit_watch()) and does it in its own time, never in a writer's.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -66,7 +74,20 @@ struct audit_log {
 	pthread_t	 lg_thr;
 	void		(*lg_notify)(void *);
 	void		*lg_notify_arg;
+	/* Checkpoints and rotation (lg_mtx). */
+	long long	 lg_first_seq;	/* the file's first record (0: unknown) */
+	long long	 lg_since_cp;	/* records since the last checkpoint */
+	audit_sign_fn	 lg_sign;
+	void		*lg_sign_arg;
+	long long	 lg_cp_every;	/* audit_watch() */
+	long long	 lg_max_bytes;
+	void		(*lg_watch)(void *);
+	void		*lg_watch_arg;
+	int		 lg_watch_told;	/* lg_watch called, not yet answered */
 };
+
+static int	log_checkpoint(struct audit_log *, const char *);
+static int	log_rotate_record(struct audit_log *, const char *);
 
 /* Slots of the aggregate table: every sandbox's few reasons and destinations. */
 #define AUDIT_AGG_SLOTS	4096
@@ -80,6 +101,8 @@ static const char *const audit_events[] = {
 	[AUDIT_EV_SANDBOX] = "sandbox",
 	[AUDIT_EV_CONFIG] = "config",
 	[AUDIT_EV_ALARM] = "alarm",
+	[AUDIT_EV_CHECKPOINT] = "checkpoint",
+	[AUDIT_EV_ROTATE] = "rotate",
 };
 
 /* Field names an extra key may not take: it would shadow or forge them. */
@@ -185,6 +208,48 @@ log_tail(int fd, off_t size, const char *path, const unsigned char *key,
 	return rv;
 }
 
+/*
+ * The seq of the first record of the file open on fd (size bytes), checked; 0 when
+ * the file is empty or its first line does not verify (a checkpoint then leaves
+ * first_seq out: the tail is what the writer vouches for).
+ */
+static long long
+log_first(int fd, off_t size, const unsigned char *key, size_t keylen)
+{
+	struct audit_line al;
+	char why[256], *buf = NULL, *nl = NULL;
+	size_t want, got;
+	long long seq = 0;
+	ssize_t n;
+
+	want = (size_t)size < TAIL_CHUNK ? (size_t)size : TAIL_CHUNK;
+	while (want > 0 && nl == NULL) {
+		free(buf);
+		if ((buf = malloc(want)) == NULL)
+			return 0;
+		for (got = 0; got < want; got += (size_t)n)
+			if ((n = pread(fd, buf + got, want - got, (off_t)got)) <= 0) {
+				if (n == -1 && errno == EINTR) {
+					n = 0;
+					continue;
+				}
+				goto out;
+			}
+		if ((nl = memchr(buf, '\n', want)) == NULL) {
+			if (want == (size_t)size || want > AUDIT_LINE_MAX)
+				goto out;
+			want = (size_t)size < AUDIT_LINE_MAX + 1 ? (size_t)size :
+			    AUDIT_LINE_MAX + 1;
+		}
+	}
+	if (nl != NULL && audit_line_parse(buf, (size_t)(nl - buf), key, keylen,
+	    &al, why, sizeof(why)) == 0)
+		seq = al.al_seq;
+ out:
+	free(buf);
+	return seq;
+}
+
 int
 audit_path_open(const char *path, int oflags, int *fdp, int *rfdp, char *err,
     size_t errlen)
@@ -264,6 +329,54 @@ log_take_fd(const char *path, int fd, int rfd, const unsigned char *key,
 	    errlen);
 }
 
+int
+audit_path_head(const char *path, const unsigned char *key, size_t keylen,
+    long long *seq, char head[AUDIT_HASH_HEX + 1], char *err, size_t errlen)
+{
+	char rotated[4096];
+	const char *which = path;
+	struct stat st;
+	int fd, rv;
+
+	if ((size_t)snprintf(rotated, sizeof(rotated), "%s.1", path) >=
+	    sizeof(rotated)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	/* No file is an empty one (as audit_open() would make it). */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) == -1 &&
+	    errno != ENOENT)
+		goto syserr;
+	if (fd != -1 && fstat(fd, &st) == -1)
+		goto syserr;
+	if (fd == -1 || st.st_size == 0) {
+		if (fd != -1)
+			close(fd);
+		which = rotated;
+		if ((fd = open(rotated, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+		    O_NOFOLLOW)) == -1 && errno == ENOENT) {
+			*seq = 0;
+			memcpy(head, AUDIT_ZERO_HASH, AUDIT_HASH_HEX + 1);
+			return 0;
+		}
+		if (fd == -1 || fstat(fd, &st) == -1)
+			goto syserr;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", which);
+		close(fd);
+		return -1;
+	}
+	rv = log_tail(fd, st.st_size, which, key, keylen, seq, head, err, errlen);
+	close(fd);
+	return rv;
+ syserr:
+	snprintf(err, errlen, "%s: %s", which, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	return -1;
+}
+
 struct audit_log *
 audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key,
     size_t keylen, char *err, size_t errlen)
@@ -298,6 +411,8 @@ audit_open_keyed(const char *path, enum audit_fsync fs, const unsigned char *key
 		goto error;
 	}
 	log->lg_synced = log->lg_seq;
+	log->lg_first_seq = log->lg_size > 0 ? log_first(log->lg_fd, log->lg_size,
+	    log->lg_keylen ? log->lg_key : NULL, log->lg_keylen) : log->lg_seq + 1;
 	if ((log->lg_agg = audit_agg_new(AUDIT_AGG_SLOTS)) == NULL) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		close(log->lg_fd);
@@ -344,6 +459,29 @@ audit_reopen(struct audit_log *log, char *err, size_t errlen)
 	return audit_reopen_fd(log, fd, rfd, err, errlen);
 }
 
+/*
+ * The log goes on in fd (size bytes, locked; first: its first record's seq, 0 for
+ * the next one): the old file is made durable and closed.  Locked.
+ */
+static void
+log_switch(struct audit_log *log, int fd, off_t size, long long first)
+{
+	/*
+	 * Records on the old file count as synced once a later fdatasync() of the new
+	 * one returns: make them durable before the fd goes.
+	 */
+	if (log->lg_fsync != AUDIT_FSYNC_NEVER && fdatasync(log->lg_fd) == -1) {
+		__atomic_store_n(&log->lg_err, errno, __ATOMIC_RELAXED);
+		log->lg_err_sync = 1;
+	}
+	close(log->lg_fd);
+	log->lg_fd = fd;
+	log->lg_size = size;
+	log->lg_broken = 0;
+	log->lg_first_seq = first > 0 ? first : log->lg_seq + 1;
+	log->lg_watch_told = 0;
+}
+
 int
 audit_reopen_fd(struct audit_log *log, int fd, int rfd, char *err, size_t errlen)
 {
@@ -370,18 +508,16 @@ audit_reopen_fd(struct audit_log *log, int fd, int rfd, char *err, size_t errlen
 		goto out;
 	}
 	/*
-	 * Records on the old file count as synced once a later fdatasync() of the new
-	 * one returns: make them durable before the fd goes.
+	 * A new file: the old one ends with a checkpoint (a failure to write it is
+	 * the old file's, audit_error() says it; the new file may do better).
 	 */
-	if (log->lg_fsync != AUDIT_FSYNC_NEVER && fdatasync(log->lg_fd) == -1) {
-		__atomic_store_n(&log->lg_err, errno, __ATOMIC_RELAXED);
-		log->lg_err_sync = 1;
-	}
-	close(log->lg_fd);
-	log->lg_fd = fd;
+	if (size == 0 && log->lg_sign != NULL && !log->lg_broken)
+		(void)log_checkpoint(log, "sighup");
+	log_switch(log, fd, size, size > 0 ? log_first(fd, size,
+	    log->lg_keylen ? log->lg_key : NULL, log->lg_keylen) : 0);
 	fd = -1;	/* transferred */
-	log->lg_size = size;
-	log->lg_broken = 0;
+	if (size == 0)
+		(void)log_rotate_record(log, "sighup");
 	rv = 0;
  out:
 	pthread_mutex_unlock(&log->lg_mtx);
@@ -389,6 +525,40 @@ audit_reopen_fd(struct audit_log *log, int fd, int rfd, char *err, size_t errlen
 		close(fd);
 	if (rfd != -1)
 		close(rfd);
+	return rv;
+}
+
+int
+audit_rotate_fd(struct audit_log *log, int fd, char *err, size_t errlen)
+{
+	struct stat st;
+	int rv = -1;
+
+	pthread_mutex_lock(&log->lg_mtx);
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", log->lg_path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size != 0) {
+		snprintf(err, errlen, "%s: the new file is not an empty regular file",
+		    log->lg_path);
+		goto out;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		snprintf(err, errlen, "%s: %s", log->lg_path, errno == EWOULDBLOCK ?
+		    "another process is writing this audit log" : strerror(errno));
+		goto out;
+	}
+	if (log->lg_sign != NULL && !log->lg_broken)
+		(void)log_checkpoint(log, "max_bytes");
+	log_switch(log, fd, 0, 0);
+	fd = -1;
+	(void)log_rotate_record(log, "max_bytes");
+	rv = 0;
+ out:
+	pthread_mutex_unlock(&log->lg_mtx);
+	if (fd != -1)
+		close(fd);
 	return rv;
 }
 
@@ -690,7 +860,9 @@ record_is_valid(const struct audit_record *r)
 {
 	size_t i, j;
 
-	if (audit_event_str(r->ar_event) == NULL)
+	/* The writer's own records have fields it alone may set. */
+	if (audit_event_str(r->ar_event) == NULL ||
+	    r->ar_event == AUDIT_EV_CHECKPOINT || r->ar_event == AUDIT_EV_ROTATE)
 		return 0;
 	if (r->ar_decision != NULL && strcmp(r->ar_decision, "allow") != 0 &&
 	    strcmp(r->ar_decision, "deny") != 0)
@@ -806,6 +978,30 @@ log_fail(struct audit_log *log, int err, int from_sync)
 		log->lg_err_sync = 1;
 }
 
+/* Whether a checkpoint or a rotation is due (audit_watch()).  Locked. */
+static int
+log_cp_due(const struct audit_log *log)
+{
+	return log->lg_cp_every > 0 && log->lg_since_cp >= log->lg_cp_every;
+}
+
+static int
+log_rotate_due(const struct audit_log *log)
+{
+	return log->lg_max_bytes > 0 && log->lg_size >= log->lg_max_bytes;
+}
+
+/* Tells the owner, once, that one is due.  Locked. */
+static void
+log_watch_check(struct audit_log *log)
+{
+	if (log->lg_watch == NULL || log->lg_watch_told ||
+	    (!log_cp_due(log) && !log_rotate_due(log)))
+		return;
+	log->lg_watch_told = 1;
+	log->lg_watch(log->lg_watch_arg);
+}
+
 /*
  * Appends r (valid) at ts_ms to the file and advances the chain.  Called with
  * lg_mtx held.  Returns 0, or -1 with errno (and lg_err set): the file and the chain
@@ -865,6 +1061,8 @@ log_append(struct audit_log *log, const struct audit_record *r, long long ts_ms)
 	memcpy(log->lg_head, hash, sizeof(log->lg_head));
 	if (!log->lg_err_sync)
 		__atomic_store_n(&log->lg_err, 0, __ATOMIC_RELAXED);
+	log->lg_since_cp++;
+	log_watch_check(log);
 	rv = 0;
  out:
 	saved = errno;
@@ -1004,6 +1202,168 @@ log_append_agg(struct audit_log *log, const struct audit_record *r, long long ts
 	}
 	s->as_pending = 0;
 	*seq = log->lg_seq;
+}
+
+/* Now, in ms since the epoch (0 if the clock fails). */
+static long long
+log_now_ms(void)
+{
+	struct timespec now;
+
+	if (clock_gettime(CLOCK_REALTIME, &now) == -1)
+		return 0;
+	return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* What a signer answered, as the record will carry it: 1 if it is well formed. */
+static int
+sig_is_valid(const struct audit_signature *sig, long long seq)
+{
+	return audit_is_hex(sig->as_key, AUDIT_KEYID_HEX) &&
+	    audit_is_hex(sig->as_sig, AUDIT_SIG_HEX) &&
+	    audit_is_hex(sig->as_link_head, AUDIT_HASH_HEX) &&
+	    sig->as_link_seq >= 0 && sig->as_link_seq <= seq;
+}
+
+/*
+ * A checkpoint of the head as it is now (at: why it is written), signed by
+ * lg_sign when there is one, else written unsigned.  Locked.  0 (and nothing for
+ * an empty chain), or -1 with errno.
+ */
+static int
+log_checkpoint(struct audit_log *log, const char *at)
+{
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_signature sig;
+	struct audit_kv kv[8];
+	long long ts_ms;
+	size_t n = 0;
+	int rc = -1;
+
+	if (log->lg_seq == 0)
+		return 0;
+	if ((ts_ms = log_now_ms()) == 0)
+		return -1;
+	memset(&sig, 0, sizeof(sig));
+	if (log->lg_sign != NULL)
+		rc = log->lg_sign(log->lg_sign_arg, log->lg_seq, log->lg_head, ts_ms,
+		    &sig);
+	else
+		snprintf(sig.as_unsigned, sizeof(sig.as_unsigned), "no signer");
+	if (rc == 0 && !sig_is_valid(&sig, log->lg_seq)) {
+		rc = -1;
+		snprintf(sig.as_unsigned, sizeof(sig.as_unsigned), "the signer's "
+		    "answer is malformed");
+	}
+	kv[n++] = (struct audit_kv){ .ak_key = "at", .ak_str = at };
+	if (log->lg_first_seq > 0)
+		kv[n++] = (struct audit_kv){ .ak_key = "first_seq",
+		    .ak_num = log->lg_first_seq };
+	kv[n++] = (struct audit_kv){ .ak_key = "last_seq", .ak_num = log->lg_seq };
+	kv[n++] = (struct audit_kv){ .ak_key = "head", .ak_str = log->lg_head };
+	if (rc == 0) {
+		kv[n++] = (struct audit_kv){ .ak_key = "link_seq",
+		    .ak_num = sig.as_link_seq };
+		kv[n++] = (struct audit_kv){ .ak_key = "link_head",
+		    .ak_str = sig.as_link_head };
+		kv[n++] = (struct audit_kv){ .ak_key = "key", .ak_str = sig.as_key };
+		kv[n++] = (struct audit_kv){ .ak_key = "sig", .ak_str = sig.as_sig };
+	} else {
+		sig.as_unsigned[sizeof(sig.as_unsigned) - 1] = '\0';
+		kv[n++] = (struct audit_kv){ .ak_key = "unsigned",
+		    .ak_str = sig.as_unsigned[0] != '\0' ? sig.as_unsigned :
+		    "not signed" };
+	}
+	r.ar_event = AUDIT_EV_CHECKPOINT;
+	r.ar_extra = kv;
+	r.ar_nextra = n;
+	if (log_append(log, &r, ts_ms) == -1)
+		return -1;
+	log->lg_since_cp = 0;
+	log->lg_watch_told = 0;
+	return 0;
+}
+
+/*
+ * The first record of a new file (source: why there is one): the previous file's
+ * last seq and hash, which are also the chain's prev.  Locked.  0 or -1.
+ */
+static int
+log_rotate_record(struct audit_log *log, const char *source)
+{
+	struct audit_record r = AUDIT_RECORD_INIT;
+	struct audit_kv kv[3] = {
+		{ .ak_key = "source", .ak_str = source },
+		{ .ak_key = "last_seq", .ak_num = log->lg_seq },
+		{ .ak_key = "head", .ak_str = log->lg_head },
+	};
+	long long ts_ms;
+
+	if ((ts_ms = log_now_ms()) == 0)
+		return -1;
+	r.ar_event = AUDIT_EV_ROTATE;
+	r.ar_extra = kv;
+	r.ar_nextra = 3;
+	return log_append(log, &r, ts_ms);
+}
+
+int
+audit_checkpoint(struct audit_log *log, const char *at)
+{
+	long long seq;
+	int rv, saved;
+
+	if (at == NULL || !audit_at_is_valid(at)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&log->lg_mtx);
+	if (log->lg_broken) {
+		pthread_mutex_unlock(&log->lg_mtx);
+		errno = EIO;
+		return -1;
+	}
+	rv = log_checkpoint(log, at);
+	saved = errno;
+	seq = log->lg_seq;
+	pthread_mutex_unlock(&log->lg_mtx);
+	/* What it vouches for is worth the disk: synced unless nothing is. */
+	if (rv == 0 && log->lg_fsync != AUDIT_FSYNC_NEVER)
+		return log_sync(log, seq);
+	errno = saved;
+	return rv;
+}
+
+void
+audit_set_signer(struct audit_log *log, audit_sign_fn fn, void *arg)
+{
+	pthread_mutex_lock(&log->lg_mtx);
+	log->lg_sign = fn;
+	log->lg_sign_arg = arg;
+	pthread_mutex_unlock(&log->lg_mtx);
+}
+
+void
+audit_watch(struct audit_log *log, long long every, long long max_bytes,
+    void (*cb)(void *), void *arg)
+{
+	pthread_mutex_lock(&log->lg_mtx);
+	log->lg_cp_every = every > 0 ? every : 0;
+	log->lg_max_bytes = max_bytes > 0 ? max_bytes : 0;
+	log->lg_watch = cb;
+	log->lg_watch_arg = arg;
+	log->lg_watch_told = 0;
+	log_watch_check(log);
+	pthread_mutex_unlock(&log->lg_mtx);
+}
+
+void
+audit_due(struct audit_log *log, int *checkpoint, int *rotate)
+{
+	pthread_mutex_lock(&log->lg_mtx);
+	*checkpoint = log_cp_due(log);
+	*rotate = log_rotate_due(log);
+	pthread_mutex_unlock(&log->lg_mtx);
 }
 
 int

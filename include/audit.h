@@ -25,6 +25,15 @@
  * with the same key) or shipping the lines off-host as they are written is the
  * remedy for that.
  *
+ * Signed checkpoints (audit_sign.c) add what neither can: a "checkpoint" record
+ * signs the chain's head with an Ed25519 key the writer does not hold (airlockd's
+ * keys process does), so a rewrite of anything before the last checkpoint is found
+ * with the public key alone, even by someone who can recompute the chain, and each
+ * signature names the one its signer made before (the link), so a signed
+ * checkpoint removed or re-made is found too.  Records after the last checkpoint
+ * are covered by none: the verifier says how many.  docs/AUDIT.md says exactly
+ * what each finds.
+ *
  * The API takes secret *names* only: it has no field for a secret's value.
  */
 #ifndef AIRLOCK_AUDIT_H
@@ -45,6 +54,10 @@ enum audit_event {
 	AUDIT_EV_SANDBOX,
 	AUDIT_EV_CONFIG,
 	AUDIT_EV_ALARM,		/* the host was disturbed (airlock's rules gone) */
+	/* The writer's own records (audit_checkpoint(), rotation): audit_write()
+	   refuses them. */
+	AUDIT_EV_CHECKPOINT,	/* the chain's head, signed (or why not) */
+	AUDIT_EV_ROTATE,	/* the first record of a new file of the chain */
 };
 
 /* How audit_write() aggregates a denial. */
@@ -216,6 +229,126 @@ int	audit_path_open(const char *path, int oflags, int *fd, int *rfd, char *err,
  */
 int	audit_reopen_fd(struct audit_log *log, int fd, int rfd, char *err,
 	    size_t errlen);
+/*
+ * Signed checkpoints.  A checkpoint record (event "checkpoint") signs the chain's
+ * head: the seq and hash of the record just before it.  The signed bytes are built
+ * by audit_checkpoint_canon() (docs/AUDIT.md, "Signed checkpoints"), from the key
+ * id, that seq and hash, the checkpoint's ts and the link: the seq and hash the
+ * signer signed before (0 and zeros for its first, or the chain's head when it
+ * started).  The key is Ed25519; its id is the first 16 bytes of the SHA-256 of its
+ * public key (SubjectPublicKeyInfo DER), in hex.
+ */
+#define AUDIT_KEYID_HEX		32
+#define AUDIT_SIG_HEX		128	/* an Ed25519 signature: 64 bytes */
+#define AUDIT_SIGN_KEY_MAX	8192	/* PKCS#8 DER of a signing key, at most */
+#define AUDIT_CANON_MAX		512	/* audit_checkpoint_canon()'s bytes, at most */
+#define AUDIT_TS_MAX_MS		253402300799999LL	/* 9999-12-31T23:59:59.999Z */
+
+/* What a signer made of one checkpoint, for the record. */
+struct audit_signature {
+	char		 as_key[AUDIT_KEYID_HEX + 1];	/* the key id */
+	char		 as_sig[AUDIT_SIG_HEX + 1];	/* hex */
+	long long	 as_link_seq;			/* the previous signature's */
+	char		 as_link_head[AUDIT_HASH_HEX + 1];
+	char		 as_unsigned[200];	/* not signed: why (a short text) */
+};
+/*
+ * Signs a checkpoint of the head (seq, head) at ts_ms into *out: 0, or -1 with
+ * out->as_unsigned saying why not (the record is then written unsigned).  Called
+ * with the log's lock held (the checkpoint must follow the head it signs): it must
+ * be quick and must not write to the log.
+ */
+typedef int (*audit_sign_fn)(void *arg, long long seq, const char *head,
+	    long long ts_ms, struct audit_signature *out);
+
+/*
+ * The bytes a checkpoint's signature covers, into buf (AUDIT_CANON_MAX): returns
+ * their length, or 0 when a value is out of range (seq < 1, link_seq < 0, a hash or
+ * key id that is not lower-case hex of its length, ts over 31 bytes or with a
+ * control character).
+ */
+size_t	audit_checkpoint_canon(char *buf, size_t len, const char *key, long long seq,
+	    const char *head, const char *ts, long long link_seq,
+	    const char *link_head);
+/*
+ * Makes a new Ed25519 key: path (0600, PEM PKCS#8) and path.pub (0644, PEM
+ * SubjectPublicKeyInfo); refuses (-1, err) when either exists.  keyid gets its id.
+ */
+int	audit_sign_keygen(const char *path, char keyid[AUDIT_KEYID_HEX + 1], char *err,
+	    size_t errlen);
+/*
+ * Reads a signing key file: regular (not a symlink), owned by root or this user, no
+ * group or other permission bits, an Ed25519 private key in PEM (PKCS#8).  0 with
+ * its PKCS#8 DER in *der (*derlen bytes; OPENSSL_clear_free() it) and its id, or -1
+ * with err.
+ */
+int	audit_sign_key_load(const char *path, unsigned char **der, size_t *derlen,
+	    char keyid[AUDIT_KEYID_HEX + 1], char *err, size_t errlen);
+/*
+ * A signer holding the key (PKCS#8 DER of an Ed25519 key) that starts at the
+ * chain's head (seq, head: 0 and NULL for an empty chain).  It signs a head only
+ * after the last one it signed (seq greater; the first may be the head it started
+ * at), and links each signature to the one before.  NULL with err.
+ */
+struct audit_signer;
+struct audit_signer *audit_signer_new(const unsigned char *der, size_t derlen,
+	    long long seq, const char *head, char *err, size_t errlen);
+void	audit_signer_free(struct audit_signer *s);
+const char *audit_signer_key_id(const struct audit_signer *s);
+/* Signs (seq, head) at ts_ms: 0 with *out, or -1 with err (refused or failed). */
+int	audit_signer_sign(struct audit_signer *s, long long seq, const char *head,
+	    long long ts_ms, struct audit_signature *out, char *err, size_t errlen);
+/* The signer's state: the last seq and head it signed, or the ones it began at. */
+long long audit_signer_last(const struct audit_signer *s,
+	    char head[AUDIT_HASH_HEX + 1]);
+/* A public key to verify checkpoints with (PEM SubjectPublicKeyInfo, Ed25519). */
+struct audit_pubkey;
+struct audit_pubkey *audit_pubkey_load(const char *path, char *err, size_t errlen);
+/* The same from PEM text in memory (tests). */
+struct audit_pubkey *audit_pubkey_from_pem(const char *pem, size_t len, char *err,
+	    size_t errlen);
+void	audit_pubkey_free(struct audit_pubkey *pk);
+const char *audit_pubkey_id(const struct audit_pubkey *pk);
+/* 1 if sighex (AUDIT_SIG_HEX hex digits) signs msg[0..len-1] under pk, else 0. */
+int	audit_pubkey_verify(const struct audit_pubkey *pk, const char *msg, size_t len,
+	    const char *sighex);
+
+/*
+ * The writer's checkpoints.  audit_set_signer(): checkpoints are signed by fn (NULL:
+ * none are written, but on audit_checkpoint()'s explicit request, unsigned).
+ * audit_checkpoint() writes one now, at: "start", "count", "max_bytes", "sighup"
+ * or "shutdown" (why it is written); nothing for an empty chain.  0, or -1 with
+ * errno (a failed write, as audit_write()).  With a signer, audit_reopen_fd() and
+ * audit_rotate_fd() write one ("sighup", "max_bytes") as the old file's last record.
+ */
+void	audit_set_signer(struct audit_log *log, audit_sign_fn fn, void *arg);
+int	audit_checkpoint(struct audit_log *log, const char *at);
+/*
+ * Asks to be told when a checkpoint or a rotation is due: cb(arg) is called (with
+ * the log's lock held: it must only wake someone) once records since the last
+ * checkpoint reach every (0: never), or the file reaches max_bytes (0: never), and
+ * again only after audit_checkpoint(), a rotation or a new audit_watch().  cb NULL:
+ * no more calls.  If one is due already, cb is called before this returns.
+ */
+void	audit_watch(struct audit_log *log, long long every, long long max_bytes,
+	    void (*cb)(void *), void *arg);
+/* Whether a checkpoint is due (every), and the file is at max_bytes (audit_watch()). */
+void	audit_due(struct audit_log *log, int *checkpoint, int *rotate);
+/*
+ * Rotation done by the log's owner: the file was renamed to path.1 and fd is a new,
+ * empty file at path (opened for appending).  With a signer, the old file gets its
+ * closing checkpoint ("max_bytes"); the new one starts with a "rotate" record
+ * (source "max_bytes") naming the old file's last seq and hash.  fd is taken over.
+ * 0, or -1 with err (the old file then stays in use).
+ */
+int	audit_rotate_fd(struct audit_log *log, int fd, char *err, size_t errlen);
+/*
+ * The chain's head as a file at path holds it (read-only; path.1's when path is
+ * empty): its last record's seq and hash, checked (with key, if keylen > 0).  An
+ * empty chain is seq 0 and the zero hash.  0, or -1 with err.
+ */
+int	audit_path_head(const char *path, const unsigned char *key, size_t keylen,
+	    long long *seq, char head[AUDIT_HASH_HEX + 1], char *err, size_t errlen);
 /* Last record's seq (0 if none) and hash (hex, 65 bytes with NUL) of the chain. */
 long long audit_head(struct audit_log *log, char hash[AUDIT_HASH_HEX + 1]);
 void	audit_close(struct audit_log *log);
@@ -248,6 +381,31 @@ struct audit_chain {
 	long long	 ac_want_seq;		/* anchor seq (--expect-seq), or 0 */
 	int		 ac_anchor_found;	/* a record had ac_want_hash */
 	long long	 ac_anchor_seq;
+	/*
+	 * Checkpoints.  Their fields are checked always; their signatures with
+	 * ac_pubkey (borrowed; NULL: not checked).  ac_note(ac_note_arg, text) is
+	 * told what is not an error but worth saying (an unsigned checkpoint, a
+	 * restart); ac_lineno, ac_fileno are the caller's position, kept for it.
+	 */
+	const struct audit_pubkey *ac_pubkey;
+	void		(*ac_note)(void *, const char *);
+	void		*ac_note_arg;
+	long long	 ac_lineno;		/* set by audit_verify_file() */
+	int		 ac_fileno;		/* set by the caller, per file */
+	int		 ac_file_first;		/* the next record is a file's first */
+	long long	 ac_cp;			/* checkpoints seen */
+	long long	 ac_cp_unsigned;	/* ... of them not signed */
+	long long	 ac_signed;		/* ... signed (and verified, with a key) */
+	long long	 ac_restarts;		/* "start" checkpoints */
+	long long	 ac_signed_cp_seq;	/* the last signed checkpoint's own seq */
+	long long	 ac_signed_last;	/* ... the seq it signs (0: none) */
+	char		 ac_signed_head[AUDIT_HASH_HEX + 1];
+	long long	 ac_signed_lineno;	/* where it is */
+	int		 ac_signed_fileno;
+	long long	 ac_start_last;		/* an unsigned "start" after it: its head */
+	char		 ac_start_head[AUDIT_HASH_HEX + 1];
+	int		 ac_last_is_cp;		/* the last record is a checkpoint */
+	long long	 ac_last_cp_seq;	/* the last checkpoint's own seq */
 };
 void	audit_chain_init(struct audit_chain *c, const unsigned char *key,
 	    size_t keylen);

@@ -20,6 +20,11 @@
 #define CONFIG_POOL_PER_HOST_MAX	64
 #define CONFIG_POOL_PER_SANDBOX_MAX	1024
 #define CONFIG_POOL_MAX		4096
+/* audit.sign_every, audit.max_bytes (or 0), audit.keep: their bounds. */
+#define CONFIG_SIGN_EVERY_MAX	1000000
+#define CONFIG_AUDIT_MAX_BYTES_MIN	4096
+#define CONFIG_AUDIT_MAX_BYTES_MAX	(1LL << 40)	/* 1 TiB */
+#define CONFIG_AUDIT_KEEP_MAX		100
 
 /* audit.fsync: when the audit log's writer calls fsync(2). */
 enum audit_fsync {
@@ -46,6 +51,13 @@ struct airlock_config {
 							/* airlockd reads it as root at */
 							/* start and writes the chain */
 							/* keyed with it */
+	char		audit_sign_key[PATH_MAX];	/* "" (null): no checkpoints; */
+							/* (key "audit.sign_key") an */
+							/* Ed25519 key file the root */
+							/* reader gives the keys process */
+	long long	audit_sign_every;		/* 1000 records */
+	long long	audit_max_bytes;		/* 0: no rotation by size */
+	unsigned int	audit_keep;			/* 5 rotated files */
 	char		libvirt_uri[256];		/* qemu:///system */
 	char		user[64];			/* "airlock": airlockd drops to it */
 	int		metrics_on;			/* metrics_listen: null (0) */
@@ -78,11 +90,13 @@ void	config_defaults(struct airlock_config *c);
  * as strict IPv4 CIDRs /8../30 with neither end in the floor and not overlapping each
  * other, paths absolute
  * (control_socket short enough for sun_path), audit.fsync "never"|"deny"|"always",
- * audit.key_file null or an absolute path, user a portable user name,
- * upstream_proxy null or {"url": "http://HOST:PORT", "auth": null | "SECRET"}
- * (upstream_url_parse(); an IPv4 literal not in either pool; auth only with a
- * host name, which the vault can bind the secret to), the upstream_pool_*
- * integers within 0..CONFIG_POOL_*_MAX.
+ * audit.key_file and audit.sign_key null or an absolute path,
+ * audit.sign_every 1..CONFIG_SIGN_EVERY_MAX, audit.max_bytes 0 or
+ * CONFIG_AUDIT_MAX_BYTES_MIN..MAX, audit.keep 1..CONFIG_AUDIT_KEEP_MAX, user a
+ * portable user name, upstream_proxy null or {"url": "http://HOST:PORT", "auth":
+ * null | "SECRET"} (upstream_url_parse(); an IPv4 literal not in either pool; auth
+ * only with a host name, which the vault can bind the secret to), the
+ * upstream_pool_* integers within 0..CONFIG_POOL_*_MAX.
  *
  * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
  * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current

@@ -86,6 +86,10 @@ enum config_audit_key {
 	CK_AUDIT_FSYNC,
 	CK_AUDIT_KEY_FILE,
 	CK_AUDIT_LOG_QUERY,
+	CK_AUDIT_SIGN_KEY,
+	CK_AUDIT_SIGN_EVERY,
+	CK_AUDIT_MAX_BYTES,
+	CK_AUDIT_KEEP,
 };
 
 static const struct strtab config_audit_keys[] = {
@@ -93,6 +97,10 @@ static const struct strtab config_audit_keys[] = {
 	{ "fsync", CK_AUDIT_FSYNC },
 	{ "key_file", CK_AUDIT_KEY_FILE },
 	{ "log_query", CK_AUDIT_LOG_QUERY },
+	{ "sign_key", CK_AUDIT_SIGN_KEY },
+	{ "sign_every", CK_AUDIT_SIGN_EVERY },
+	{ "max_bytes", CK_AUDIT_MAX_BYTES },
+	{ "keep", CK_AUDIT_KEEP },
 	{ NULL, 0 }
 };
 
@@ -267,6 +275,9 @@ config_defaults(struct airlock_config *c)
 	    "/var/log/airlock/audit.jsonl");
 	c->audit_fsync = AUDIT_FSYNC_DENY;
 	c->audit_log_query = 0;
+	c->audit_sign_every = 1000;
+	c->audit_max_bytes = 0;
+	c->audit_keep = 5;
 	snprintf(c->libvirt_uri, sizeof(c->libvirt_uri), "qemu:///system");
 	snprintf(c->user, sizeof(c->user), "airlock");
 	c->pool_idle_ms = 30000;
@@ -439,11 +450,41 @@ config_upstream(struct config_ctx *cc, const char *k, json_t *v,
 	return 0;
 }
 
+/* An integer in lo..hi (or 0, with zero_ok) of the audit object. */
+static int
+config_audit_int(struct config_ctx *cc, const char *k, const json_t *v,
+    long long lo, long long hi, int zero_ok, long long *out)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v) || (n = json_integer_value(v)) > hi ||
+	    (n < lo && !(zero_ok && n == 0)))
+		return config_error(cc, "audit", k, "must be an integer %s%lld..%lld",
+		    zero_ok ? "0 or " : "", lo, hi);
+	*out = (long long)n;
+	return 0;
+}
+
+/* A key file of the audit object: null (none: "") or an absolute path. */
+static int
+config_audit_path_or_null(struct config_ctx *cc, const char *k, const json_t *v,
+    char *dst, size_t dstlen)
+{
+	if (json_is_null(v)) {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (!json_is_string(v))
+		return config_error(cc, "audit", k, "must be null or a string (a path)");
+	return config_path(cc, "audit", k, v, dst, dstlen, PATH_MAX - 1);
+}
+
 static int
 config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 {
 	const char *k;
 	json_t *v;
+	long long n;
 	int fsync, key;
 
 	if (!json_is_object(obj))
@@ -469,13 +510,8 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 			c->audit_fsync = (enum audit_fsync)fsync;
 			break;
 		case CK_AUDIT_KEY_FILE:
-			if (json_is_null(v))
-				c->audit_key_file[0] = '\0';
-			else if (!json_is_string(v))
-				return config_error(cc, "audit", k,
-				    "must be null or a string (a path)");
-			else if (config_path(cc, "audit", k, v, c->audit_key_file,
-			    sizeof(c->audit_key_file), PATH_MAX - 1) == -1)
+			if (config_audit_path_or_null(cc, k, v, c->audit_key_file,
+			    sizeof(c->audit_key_file)) == -1)
 				return -1;
 			break;
 		case CK_AUDIT_LOG_QUERY:
@@ -483,6 +519,29 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 				return config_error(cc, "audit", k,
 				    "must be true or false");
 			c->audit_log_query = json_is_true(v);
+			break;
+		case CK_AUDIT_SIGN_KEY:
+			if (config_audit_path_or_null(cc, k, v, c->audit_sign_key,
+			    sizeof(c->audit_sign_key)) == -1)
+				return -1;
+			break;
+		case CK_AUDIT_SIGN_EVERY:
+			if (config_audit_int(cc, k, v, 1, CONFIG_SIGN_EVERY_MAX,
+			    0, &n) == -1)
+				return -1;
+			c->audit_sign_every = n;
+			break;
+		case CK_AUDIT_MAX_BYTES:
+			if (config_audit_int(cc, k, v, CONFIG_AUDIT_MAX_BYTES_MIN,
+			    CONFIG_AUDIT_MAX_BYTES_MAX, 1, &n) == -1)
+				return -1;
+			c->audit_max_bytes = n;
+			break;
+		case CK_AUDIT_KEEP:
+			if (config_audit_int(cc, k, v, 1, CONFIG_AUDIT_KEEP_MAX, 0,
+			    &n) == -1)
+				return -1;
+			c->audit_keep = (unsigned int)n;
 			break;
 		}
 	}

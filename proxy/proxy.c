@@ -5,7 +5,8 @@
  * header of its own name; what the core's files share is proxy_core.h):
  *	the core	reload and the control commands (proxy_reload.c), the
  *			worker threads (proxy_threads.c), the root state reader
- *			(proxy_reader.c) and keyd's loading end (proxy_keyd_load.c)
+ *			(proxy_reader.c) and keyd's loading end (proxy_keyd_load.c),
+ *			the audit log's checkpoints and rotation (proxy_checkpoint.c)
  *	the path	accept, sandbox, peek, decide (proxy_conn.c); the modes:
  *			inspect (proxy_inspect.c, HTTP/1.1), h2 (proxy_h2.c), both
  *			over one request's checks (proxy_request.c), splice and the
@@ -45,8 +46,10 @@
  *	supervisor (root)	the worker's wait status; nothing else
  *	  worker (config.user)	threads, DNS, control socket; the vault's values,
  *				the CA certificates, its own leaf key and leaves
- *	    reader (root)	reads records, policies, vault, CAs; no input
- *	      keyd (config.user) the sandbox CAs' private keys; signs leaves
+ *	    reader (root)	reads records, policies, vault, CAs, the audit
+ *				signing key; opens and rotates the audit log
+ *	      keyd (config.user) the sandbox CAs' private keys, the audit signing
+ *				key; signs leaves and audit checkpoints
  *	    netwatch (root)	reinstalls airlock's nftables tables
  * The worker does not run on without a helper: the reader exits when keyd does,
  * and the worker when the reader or netwatch does, so that all start again.
@@ -205,8 +208,11 @@ proxy_sighup_cb(evutil_socket_t sig, short what, void *arg)
 	char err[512];
 
 	log_info("SIGHUP: reopening the audit log, reloading");
+	proxy_checkpoint_reopening();
 	if (proxy_audit_reopen(proxy_log, err, sizeof(err)) == -1)
 		log_warnx("audit log: %s", err);
+	else
+		proxy_checkpoint_reopened();
 	reply = proxy_cmd_reload("sighup");
 	json_decref(reply);
 }
@@ -405,6 +411,11 @@ proxy_worker(void *warg, int ready_fd)
 		log_warnx("audit log: %s", err);	/* err names the file */
 		goto out;
 	}
+	/* The signing key to keyd, and the first checkpoint. */
+	if (proxy_checkpoint_init(err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
 	if ((proxy_fd = proxy_bind(SOCK_STREAM, proxy_cfg.proxy_port,
 	    "proxy port", err, sizeof(err))) == -1 ||
 	    (udp_fd = proxy_bind(SOCK_DGRAM, proxy_cfg.dns_port, "dns port (udp)",
@@ -486,7 +497,8 @@ proxy_worker(void *warg, int ready_fd)
 		log_warnx("signal events failed");
 		goto out;
 	}
-	if ((ev_audit = proxy_audit_timer_new(base)) == NULL) {
+	if ((ev_audit = proxy_audit_timer_new(base)) == NULL ||
+	    proxy_checkpoint_start(base) == -1) {
 		log_warnx("audit flush timer failed");
 		goto out;
 	}
@@ -530,6 +542,7 @@ proxy_worker(void *warg, int ready_fd)
 	}
 	ret = proxy_exit_status;
  out:
+	proxy_checkpoint_stop();
 	if (ready_fd != -1)
 		close(ready_fd);
 	if (ev_chld != NULL)
@@ -561,8 +574,10 @@ proxy_worker(void *warg, int ready_fd)
 	/* Its directory is root's: the reader removes it (else the next start does). */
 	if (ctl_made)
 		proxy_reader_ctl_unlink();
-	if (proxy_log != NULL)
+	if (proxy_log != NULL) {
+		proxy_checkpoint_shutdown();
 		audit_close(proxy_log);
+	}
 	proxy_log = NULL;
 	/* keyd ends with its control channel (the reader waits for it). */
 	proxy_keyd_client_stop();

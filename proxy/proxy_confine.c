@@ -227,6 +227,7 @@ static const struct confine_rule confine_reader[] = {
 	SYS(fchmod),
 	SYS(fchown),
 	SYS(flock),		/* the vault's lock */
+	SYS(pread64),		/* the audit log's last record (its head, for keyd) */
 	SYS(fsync),
 	SYS(uname),		/* OpenSSL, issuing a certificate */
 	SYS(sendto),		/* send(MSG_NOSIGNAL) on its one socket (no socket()) */

@@ -1,8 +1,9 @@
 /*
  * proxy/proxy_core.h: what the daemon's core shares and nobody else needs.  The core
  * is start-up and the daemon's life (proxy.c), the root state reader
- * (proxy_reader.c), the worker threads (proxy_threads.c), and reload and the
- * control commands (proxy_reload.c); the registry they write is proxy_registry.h's
+ * (proxy_reader.c), the worker threads (proxy_threads.c), reload and the
+ * control commands (proxy_reload.c), and the audit log's checkpoints and
+ * rotation (proxy_checkpoint.c); the registry they write is proxy_registry.h's
  * (its second part).  The connection path and DNS reach the core through
  * proxy_registry.h's first part only.
  * Prototypes are grouped by the file that defines them.
@@ -92,8 +93,40 @@ int	proxy_keys_load(struct proxy_keys **out, const char *only, char *err,
  * -1 with err (the old file then stays in use).
  */
 int	proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen);
+/*
+ * The log at audit.max_bytes: the reader rotates the files and passes a new one,
+ * which log goes on in (audit_rotate_fd()).  0, or -1 with err (the log then goes
+ * on in the file it writes, which may be PATH.1 by now).
+ */
+int	proxy_audit_rotate(struct audit_log *log, char *err, size_t errlen);
+/*
+ * Has the reader give keyd audit.sign_key, with the chain's head on disk (once).
+ * 0 with the key's id in keyid, or -1 with err.
+ */
+int	proxy_audit_sign_load(char *keyid, size_t keyidlen, char *err,
+	    size_t errlen);
 /* At exit: asks the reader to remove the control socket (if there is a reader). */
 void	proxy_reader_ctl_unlink(void);
+
+/* proxy_checkpoint.c: the audit log's signed checkpoints and rotation by size */
+/*
+ * At start, the log open (before the privilege drop and the threads): with
+ * audit.sign_key, the reader gives keyd the key, this thread opens its channel to
+ * keyd, and the first checkpoint ("start") signs the head found on disk.  0, or -1
+ * with err (airlockd does not start).
+ */
+int	proxy_checkpoint_init(char *err, size_t errlen);
+/* The main loop is told when a checkpoint or a rotation is due.  0 or -1. */
+struct event_base;
+int	proxy_checkpoint_start(struct event_base *base);
+/* Before a SIGHUP's reopen (it writes a checkpoint), and after it succeeded: */
+/* rotation by size is tried again. */
+void	proxy_checkpoint_reopening(void);
+void	proxy_checkpoint_reopened(void);
+/* No more of that (before the main loop goes). */
+void	proxy_checkpoint_stop(void);
+/* At the end, the threads stopped: the pending counts, then "shutdown". */
+void	proxy_checkpoint_shutdown(void);
 
 /* proxy_reload.c: reload and the control commands */
 /*

@@ -24,6 +24,14 @@
  * channel takes and the length within that type's maximum, reads the body, decodes
  * it strictly (proxy_keymsg.c), handles it, and reads again only once the reply is
  * written, so a peer that stops reading holds at most one reply here.
+ *
+ * keyd also holds the audit log's signing key (audit.sign_key), which the reader
+ * reads and sends once (SIGN_KEY, with the chain's head as the reader found it on
+ * disk), and signs checkpoints of the chain for the workers (SIGN_CHECKPOINT):
+ * only ever forward, each signature naming the one before (audit_signer_sign()),
+ * so a compromised worker, which writes the log, cannot have an earlier span
+ * signed again over records it rewrote.  keyd builds the signed bytes itself from
+ * the seq, head and time it is given; it never sees a record.
  */
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -44,6 +52,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "audit.h"
 #include "ca.h"
 #include "hostname.h"
 #include "log.h"
@@ -78,6 +87,7 @@ struct keyd {
 	int		 kd_loading;
 	uint32_t	 kd_received;	/* LOAD_CA and LOAD_KEEP of the load */
 	char		 kd_load_err[KEYMSG_MESSAGE_MAX + 1];	/* "" or why */
+	struct audit_signer *kd_signer;	/* the audit signing key, once given */
 };
 
 static void
@@ -117,7 +127,14 @@ keyd_free(struct keyd *kd)
 		return;
 	keyd_set_clear(&kd->kd_set);
 	keyd_set_clear(&kd->kd_pending);
+	audit_signer_free(kd->kd_signer);
 	free(kd);
+}
+
+int
+keyd_signing(const struct keyd *kd)
+{
+	return kd->kd_signer != NULL;
 }
 
 size_t
@@ -306,10 +323,12 @@ keyd_allowed(enum keyd_chan kind, uint16_t type)
 	case KEYMSG_LOAD_CA:
 	case KEYMSG_LOAD_KEEP:
 	case KEYMSG_LOAD_END:
+	case KEYMSG_SIGN_KEY:
 		return kind == KEYD_CHAN_READER;
 	case KEYMSG_ADD_CHANNEL:
 		return kind == KEYD_CHAN_CONTROL;
 	case KEYMSG_MINT:
+	case KEYMSG_SIGN_CHECKPOINT:
 		return kind == KEYD_CHAN_WORKER;
 	}
 	return 0;	/* replies never come to keyd */
@@ -382,6 +401,71 @@ keyd_mint(struct keyd *kd, const struct keymsg *m, struct keymsg_buf *reply)
 	EVP_PKEY_free(pub);
 }
 
+/*
+ * SIGN_KEY: the audit signing key and the chain's head on disk, where its
+ * signatures begin.  Given once in keyd's life: a second would let whoever sent it
+ * move the start back (the reader sends it once; this is the other lock).
+ */
+static void
+keyd_sign_key(struct keyd *kd, const struct keymsg *m, struct keymsg_buf *reply)
+{
+	char head[KEYMSG_HASH_LEN + 1], err[KEYMSG_MESSAGE_MAX];
+
+	if (kd->kd_signer != NULL) {
+		keymsg_err(reply, m->km_id, KEYERR_LOAD_REFUSED, "a signing key is "
+		    "loaded already: it is given once");
+		return;
+	}
+	keyd_str(&m->km_hash, head, sizeof(head));
+	if (m->km_seq > (uint64_t)LLONG_MAX || (kd->kd_signer = audit_signer_new(
+	    m->km_key.v, m->km_key.len, (long long)m->km_seq, head, err,
+	    sizeof(err))) == NULL) {
+		keymsg_err(reply, m->km_id, KEYERR_LOAD_REFUSED,
+		    m->km_seq > (uint64_t)LLONG_MAX ? "seq out of range" : err);
+		return;
+	}
+	log_debug("audit signing key %s: signatures begin at seq %llu",
+	    audit_signer_key_id(kd->kd_signer), (unsigned long long)m->km_seq);
+	keymsg_start(reply, KEYMSG_OK, m->km_id);
+	(void)keymsg_finish(reply);
+}
+
+/* SIGN_CHECKPOINT: the head, signed, and the link to the signature before. */
+static void
+keyd_sign(struct keyd *kd, const struct keymsg *m, struct keymsg_buf *reply)
+{
+	char head[KEYMSG_HASH_LEN + 1], lhead[KEYMSG_HASH_LEN + 1];
+	char err[KEYMSG_MESSAGE_MAX];
+	struct audit_signature sig;
+	long long last;
+
+	if (kd->kd_signer == NULL) {
+		keymsg_err(reply, m->km_id, KEYERR_NO_SIGN_KEY, "no audit signing "
+		    "key was loaded");
+		return;
+	}
+	if (m->km_seq < 1 || m->km_seq > (uint64_t)LLONG_MAX ||
+	    m->km_ts > (uint64_t)AUDIT_TS_MAX_MS) {
+		keymsg_err(reply, m->km_id, KEYERR_BAD_REQUEST, "seq or time out of "
+		    "range");
+		return;
+	}
+	keyd_str(&m->km_hash, head, sizeof(head));
+	last = audit_signer_last(kd->kd_signer, lhead);
+	if (audit_signer_sign(kd->kd_signer, (long long)m->km_seq, head,
+	    (long long)m->km_ts, &sig, err, sizeof(err)) == -1) {
+		keymsg_err(reply, m->km_id, (long long)m->km_seq <= last ?
+		    KEYERR_NOT_AFTER : KEYERR_SIGN_FAILED, err);
+		return;
+	}
+	keymsg_start(reply, KEYMSG_SIGNATURE, m->km_id);
+	keymsg_field_str(reply, KEYTAG_SIG, sig.as_sig);
+	keymsg_field_str(reply, KEYTAG_KEYID, sig.as_key);
+	keymsg_field_u64(reply, KEYTAG_SEQ, (uint64_t)sig.as_link_seq);
+	keymsg_field_str(reply, KEYTAG_HASH, sig.as_link_head);
+	(void)keymsg_finish(reply);
+}
+
 enum keyd_action
 keyd_handle(struct keyd *kd, enum keyd_chan kind, const struct keymsg *m,
     struct keymsg_buf *reply, const char **why)
@@ -425,6 +509,12 @@ keyd_handle(struct keyd *kd, enum keyd_chan kind, const struct keymsg *m,
 		return KEYD_REPLY;
 	case KEYMSG_ADD_CHANNEL:
 		return KEYD_ADD;
+	case KEYMSG_SIGN_KEY:
+		keyd_sign_key(kd, m, reply);
+		return KEYD_REPLY;
+	case KEYMSG_SIGN_CHECKPOINT:
+		keyd_sign(kd, m, reply);
+		return KEYD_REPLY;
 	default:
 		keyd_mint(kd, m, reply);
 		return KEYD_REPLY;
@@ -781,15 +871,18 @@ keyd_serve(struct keyd *kd, int reader_fd, int ctl_fd)
  * What OpenSSL reads lazily is read now, before the filter (which allows no open):
  * its configuration (at the first use of almost anything) and the tables of a
  * signature.  A throwaway key signs a throwaway certificate the way a leaf is
- * minted (EC key, its public half through DER, SHA-256).  0, or -1.
+ * minted (EC key, its public half through DER, SHA-256), and a throwaway Ed25519
+ * key signs the way a checkpoint is.  0, or -1.
  */
 static int
 keyd_warm(void)
 {
-	EVP_PKEY *k = NULL, *pub = NULL;
+	EVP_PKEY *k = NULL, *pub = NULL, *ed = NULL;
+	EVP_MD_CTX *ctx = NULL;
 	X509 *x = NULL;
-	unsigned char *der = NULL;
+	unsigned char *der = NULL, sig[64];
 	const unsigned char *p;
+	size_t siglen = sizeof(sig);
 	int n, rv = -1;
 
 	if (OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL) != 1 ||
@@ -803,8 +896,15 @@ keyd_warm(void)
 	    X509_gmtime_adj(X509_getm_notAfter(x), 60) == NULL ||
 	    X509_sign(x, k, EVP_sha256()) <= 0)
 		goto out;
+	if ((ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL ||
+	    (ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestSignInit(ctx, NULL, NULL, NULL, ed) != 1 ||
+	    EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)"warm", 4) != 1)
+		goto out;
 	rv = 0;
  out:
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(ed);
 	OPENSSL_free(der);
 	X509_free(x);
 	EVP_PKEY_free(pub);

@@ -11,7 +11,9 @@
  *		itself when not started as root)
  *	control	ADD_CHANNEL with a socketpair end (SCM_RIGHTS) -> OK | ERR: a new
  *		worker channel (airlockd's side)
- *	worker	MINT -> CERT | ERR (one per worker thread)
+ *	worker	MINT -> CERT | ERR (one per worker thread); SIGN_CHECKPOINT ->
+ *		SIGNATURE | ERR (the audit log's checkpoints)
+ * and the reader's SIGN_KEY -> OK | ERR (the audit signing key, once).
  * A malformed message, or one of a type its channel does not take, ends that
  * channel (logged once); keyd serves the others on.  It ends when airlockd's
  * control channel closes, or when no channel is left.
@@ -72,6 +74,8 @@ struct keyd_entry_view {
 	size_t		 kv_nnames;
 };
 size_t	keyd_count(const struct keyd *kd);
+/* 1 once an audit signing key was loaded (SIGN_KEY), else 0. */
+int	keyd_signing(const struct keyd *kd);
 int	keyd_entry(const struct keyd *kd, size_t i, struct keyd_entry_view *v);
 
 /*
@@ -124,6 +128,13 @@ int	proxy_keyd_load(const struct proxy_keys_build *kb, const char *only,
 	    char *err, size_t errlen);
 /* Closes the link and waits for keyd (the loading end's exit). */
 void	proxy_keyd_unlink(void);
+/*
+ * Gives keyd the audit signing key (PKCS#8 DER) and the chain's head on disk
+ * (seq, head), where its signatures begin; waits for its answer.  0, or -1 with
+ * err (keyd refused it, or is gone).
+ */
+int	proxy_keyd_sign_key(const unsigned char *der, size_t derlen, long long seq,
+	    const char *head, char *err, size_t errlen);
 /* 1 once keyd has ended on its own (reaped), else 0. */
 int	proxy_keyd_gone(void);
 
@@ -138,6 +149,8 @@ void	proxy_keyd_client_stop(void);
  * the control channel's lock).  label names it in keyd's log.  0, or -1 with err.
  */
 int	proxy_keyd_chan_open(const char *label, char *err, size_t errlen);
+/* The same only when this thread has no channel (or it broke).  0 or -1. */
+int	proxy_keyd_chan_ready(const char *label, char *err, size_t errlen);
 void	proxy_keyd_chan_close(void);
 /*
  * Asks keyd, on this thread's channel (opened again if it broke), for a leaf for
@@ -149,5 +162,15 @@ void	proxy_keyd_chan_close(void);
 int	proxy_keyd_mint(const char *sandbox, const char *hash, const char *name,
 	    const struct ca *ca, EVP_PKEY *leaf_key, X509 **out, char *err,
 	    size_t errlen);
+/*
+ * Asks keyd, on this thread's channel (not opened again here: the caller holds the
+ * audit log's lock; proxy_keyd_chan_ready() first), to sign the audit chain's head
+ * (seq, head) for a checkpoint at ts_ms; waits up to 0.5 s.
+ * 0 with *out (the signature, key id and link), or -1 with err: keyd refused (its
+ * code and message), or it is gone or too slow (the channel is then closed).
+ */
+struct audit_signature;
+int	proxy_keyd_sign(long long seq, const char *head, long long ts_ms,
+	    struct audit_signature *out, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,11 @@
  * step (a timeout, a malformed reply, EOF) is never read again: the thread closes its
  * channel and opens a new one for its next request, and the loading end reports keyd
  * gone.  Everything that went wrong fails closed: no leaf, no inspected connection.
+ *
+ * A checkpoint's signature (SIGN_CHECKPOINT) is the same kind of request, made by
+ * the audit log's writer under its lock (proxy_checkpoint.c, the main thread only),
+ * with a shorter deadline: writers wait for it.  What goes wrong there is said in
+ * the record (written unsigned), never hidden.
  */
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -28,6 +33,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "audit.h"
 #include "ca.h"
 #include "proxy_globals.h"
 #include "proxy_keyd.h"
@@ -35,6 +41,7 @@
 #include "proxy_proc.h"
 
 #define KEYD_MINT_TIMEOUT_MS	2000
+#define KEYD_SIGN_TIMEOUT_MS	500	/* the audit log's writers wait for it */
 
 /* An I/O error on a channel, said plainly. */
 static const char *
@@ -66,7 +73,8 @@ keyd_reply(int fd, uint32_t id, long long deadline, uint8_t **buf,
 		goto ioerr;
 	if (keymsg_header(hdr, &type, &rid, &len, &why) == -1)
 		goto proto;
-	if (type != KEYMSG_OK && type != KEYMSG_CERT && type != KEYMSG_ERR) {
+	if (type != KEYMSG_OK && type != KEYMSG_CERT && type != KEYMSG_ERR &&
+	    type != KEYMSG_SIGNATURE) {
 		why = "not a reply";
 		goto proto;
 	}
@@ -201,6 +209,12 @@ keyd_ctl_add(int fd, const char *label, char *err, size_t errlen)
 }
 
 int
+proxy_keyd_chan_ready(const char *label, char *err, size_t errlen)
+{
+	return keyd_chan_fd >= 0 ? 0 : proxy_keyd_chan_open(label, err, errlen);
+}
+
+int
 proxy_keyd_chan_open(const char *label, char *err, size_t errlen)
 {
 	int sv[2], rv;
@@ -300,6 +314,61 @@ proxy_keyd_mint(const char *sandbox, const char *hash, const char *name,
  out:
 	keymsg_buf_free(&b);
 	OPENSSL_free(spki);
+	free(rbuf);
+	return rv;
+}
+
+int
+proxy_keyd_sign(long long seq, const char *head, long long ts_ms,
+    struct audit_signature *out, char *err, size_t errlen)
+{
+	struct keymsg_buf b = { 0 };
+	struct keymsg m;
+	uint8_t *rbuf = NULL;
+	char why[256];
+	uint32_t id;
+	int rv = -1;
+
+	memset(out, 0, sizeof(*out));
+	/* Not opened here: the writer's lock is held (proxy_keyd_chan_ready()). */
+	if (keyd_chan_fd < 0) {
+		proxy_fmt(err, errlen, "no channel to it (it could not be opened)");
+		return -1;
+	}
+	id = ++keyd_chan_id;
+	keymsg_start(&b, KEYMSG_SIGN_CHECKPOINT, id);
+	keymsg_field_u64(&b, KEYTAG_SEQ, (uint64_t)seq);
+	keymsg_field_str(&b, KEYTAG_HASH, head);
+	keymsg_field_u64(&b, KEYTAG_TS, (uint64_t)ts_ms);
+	if (keymsg_finish(&b) == -1) {
+		proxy_fmt(err, errlen, "request not encodable");
+		goto out;
+	}
+	if (proxy_keyd_exchange(keyd_chan_fd, &b, 0, id, KEYD_SIGN_TIMEOUT_MS,
+	    &rbuf, &m, why, sizeof(why)) == -1) {
+		proxy_fmt(err, errlen, "%s", why);
+		proxy_keyd_chan_close();	/* a late reply must never be read */
+		goto out;
+	}
+	if (m.km_type == KEYMSG_ERR) {
+		proxy_keyd_err_text(&m, why, sizeof(why));
+		proxy_fmt(err, errlen, "refused: %s", why);
+		goto out;
+	}
+	if (m.km_type != KEYMSG_SIGNATURE || m.km_seq > (uint64_t)seq) {
+		proxy_fmt(err, errlen, "protocol error (%s to SIGN_CHECKPOINT)",
+		    keymsg_type_name(m.km_type));
+		proxy_keyd_chan_close();
+		goto out;
+	}
+	/* The codec checked each value's length and hex digits. */
+	memcpy(out->as_sig, m.km_sig.v, m.km_sig.len);
+	memcpy(out->as_key, m.km_keyid.v, m.km_keyid.len);
+	memcpy(out->as_link_head, m.km_hash.v, m.km_hash.len);
+	out->as_link_seq = (long long)m.km_seq;
+	rv = 0;
+ out:
+	keymsg_buf_free(&b);
 	free(rbuf);
 	return rv;
 }

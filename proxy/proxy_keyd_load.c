@@ -126,16 +126,16 @@ keyd_load_msgs(struct keymsg_buf *b, uint32_t id,
 	(void)keymsg_finish(b);
 }
 
-int
-proxy_keyd_load(const struct proxy_keys_build *kb, const char *only, char *err,
-    size_t errlen)
+/*
+ * Sends the request b (id) on the link and waits for keyd's answer.  0 for OK; -1
+ * with err for an ERR (keyd keeps what it had), or when the link broke (nothing
+ * more goes to keyd then).
+ */
+static int
+keyd_link_ask(const struct keymsg_buf *b, uint32_t id, char *err, size_t errlen)
 {
-	struct keymsg_buf b = { 0 };
-	struct keyd_held *nh = NULL;
 	struct keymsg m;
 	uint8_t *rbuf = NULL;
-	size_t n = proxy_keys_build_count(kb), nn;
-	uint32_t id;
 	int rv = -1;
 
 	if (keyd_link_fd < 0) {
@@ -143,40 +143,71 @@ proxy_keyd_load(const struct proxy_keys_build *kb, const char *only, char *err,
 		    "gone after an earlier error (restart airlockd)");
 		return -1;
 	}
+	if (b->kb_failed) {
+		proxy_fmt(err, errlen, "out of memory, or a key too large to send");
+		return -1;
+	}
+	if (proxy_keyd_exchange(keyd_link_fd, b, 0, id, KEYD_LOAD_TIMEOUT_MS, &rbuf,
+	    &m, err, errlen) == -1) {
+		/* Out of step, or keyd is gone. */
+		close(keyd_link_fd);
+		keyd_link_fd = -2;
+		if (keyd_link_pid != -1 && waitpid(keyd_link_pid, NULL, WNOHANG) ==
+		    keyd_link_pid)
+			keyd_link_pid = -1;
+	} else if (m.km_type != KEYMSG_OK)
+		proxy_keyd_err_text(&m, err, errlen);
+	else
+		rv = 0;
+	free(rbuf);
+	return rv;
+}
+
+int
+proxy_keyd_load(const struct proxy_keys_build *kb, const char *only, char *err,
+    size_t errlen)
+{
+	struct keymsg_buf b = { 0 };
+	struct keyd_held *nh = NULL;
+	size_t n = proxy_keys_build_count(kb), nn;
+	uint32_t id;
+	int rv = -1;
+
+	if (keyd_link_fd < 0)
+		return keyd_link_ask(&b, 0, err, errlen);	/* says why */
 	if ((nh = calloc(n + 1, sizeof(*nh))) == NULL) {
 		proxy_fmt(err, errlen, "out of memory");
 		return -1;
 	}
 	id = ++keyd_link_id;
 	keyd_load_msgs(&b, id, kb, only, nh, &nn);
-	if (b.kb_failed) {
-		proxy_fmt(err, errlen, "out of memory, or a CA too large to send");
-		goto out;
+	/* On an ERR keyd keeps its previous set; so does our record of it. */
+	if (keyd_link_ask(&b, id, err, errlen) == 0) {
+		free(keyd_held);
+		keyd_held = nh;
+		keyd_nheld = nn;
+		nh = NULL;
+		rv = 0;
 	}
-	if (proxy_keyd_exchange(keyd_link_fd, &b, 0, id, KEYD_LOAD_TIMEOUT_MS, &rbuf,
-	    &m, err, errlen) == -1)
-		goto broken;
-	if (m.km_type != KEYMSG_OK) {
-		/* keyd keeps its previous set; so does our record of it. */
-		proxy_keyd_err_text(&m, err, errlen);
-		goto out;
-	}
-	free(keyd_held);
-	keyd_held = nh;
-	keyd_nheld = nn;
-	nh = NULL;
-	rv = 0;
-	goto out;
- broken:
-	/* The stream is out of step, or keyd is gone: nothing more goes to it. */
-	close(keyd_link_fd);
-	keyd_link_fd = -2;
-	if (keyd_link_pid != -1 && waitpid(keyd_link_pid, NULL, WNOHANG) ==
-	    keyd_link_pid)
-		keyd_link_pid = -1;
- out:
 	keymsg_buf_free(&b);	/* wipes the keys */
-	free(rbuf);
 	free(nh);
+	return rv;
+}
+
+int
+proxy_keyd_sign_key(const unsigned char *der, size_t derlen, long long seq,
+    const char *head, char *err, size_t errlen)
+{
+	struct keymsg_buf b = { 0 };
+	uint32_t id = ++keyd_link_id;
+	int rv;
+
+	keymsg_start(&b, KEYMSG_SIGN_KEY, id);
+	keymsg_field(&b, KEYTAG_KEY, der, derlen);
+	keymsg_field_u64(&b, KEYTAG_SEQ, (uint64_t)seq);
+	keymsg_field_str(&b, KEYTAG_HASH, head);
+	(void)keymsg_finish(&b);
+	rv = keyd_link_ask(&b, id, err, errlen);
+	keymsg_buf_free(&b);	/* wipes the key */
 	return rv;
 }

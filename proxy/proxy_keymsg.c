@@ -21,6 +21,7 @@ enum keymsg_kind {
 	KK_HEX,		/* lower-case hex digits */
 	KK_U16,
 	KK_U32,
+	KK_U64,
 };
 
 struct keymsg_tagdef {
@@ -41,6 +42,10 @@ static const struct keymsg_tagdef keymsg_tags[] = {
 	{ KEYTAG_LABEL, KK_PHRASE, 1, KEYMSG_LABEL_MAX },
 	{ KEYTAG_CODE, KK_U16, 2, 2 },
 	{ KEYTAG_MESSAGE, KK_PHRASE, 0, KEYMSG_MESSAGE_MAX },
+	{ KEYTAG_SEQ, KK_U64, 8, 8 },
+	{ KEYTAG_TS, KK_U64, 8, 8 },
+	{ KEYTAG_SIG, KK_HEX, KEYMSG_SIG_HEX, KEYMSG_SIG_HEX },
+	{ KEYTAG_KEYID, KK_HEX, KEYMSG_KEYID_HEX, KEYMSG_KEYID_HEX },
 };
 
 #define KEYMSG_RULES_MAX	5
@@ -67,14 +72,23 @@ static const struct keymsg_typedef keymsg_types[] = {
 	{ KEYMSG_LOAD_KEEP, "LOAD_KEEP", 256, {
 		{ KEYTAG_SANDBOX, 1, 1 }, { KEYTAG_HASH, 1, 1 } } },
 	{ KEYMSG_LOAD_END, "LOAD_END", 16, { { KEYTAG_COUNT, 1, 1 } } },
+	{ KEYMSG_SIGN_KEY, "SIGN_KEY", 8448, {
+		{ KEYTAG_KEY, 1, 1 }, { KEYTAG_SEQ, 1, 1 },
+		{ KEYTAG_HASH, 1, 1 } } },
 	{ KEYMSG_ADD_CHANNEL, "ADD_CHANNEL", 128, { { KEYTAG_LABEL, 1, 1 } } },
 	{ KEYMSG_MINT, "MINT", 4096, {
 		{ KEYTAG_SANDBOX, 1, 1 }, { KEYTAG_NAME, 1, 1 },
 		{ KEYTAG_HASH, 1, 1 }, { KEYTAG_SPKI, 1, 1 } } },
+	{ KEYMSG_SIGN_CHECKPOINT, "SIGN_CHECKPOINT", 128, {
+		{ KEYTAG_SEQ, 1, 1 }, { KEYTAG_HASH, 1, 1 },
+		{ KEYTAG_TS, 1, 1 } } },
 	{ KEYMSG_OK, "OK", 0, { { 0, 0, 0 } } },
 	{ KEYMSG_CERT, "CERT", 16384, { { KEYTAG_CERT, 1, 1 } } },
 	{ KEYMSG_ERR, "ERR", 256, {
 		{ KEYTAG_CODE, 1, 1 }, { KEYTAG_MESSAGE, 1, 1 } } },
+	{ KEYMSG_SIGNATURE, "SIGNATURE", 256, {
+		{ KEYTAG_SIG, 1, 1 }, { KEYTAG_KEYID, 1, 1 },
+		{ KEYTAG_SEQ, 1, 1 }, { KEYTAG_HASH, 1, 1 } } },
 };
 
 static const struct keymsg_typedef *
@@ -112,6 +126,12 @@ keymsg_get32(const uint8_t *p)
 	    p[3];
 }
 
+static uint64_t
+keymsg_get64(const uint8_t *p)
+{
+	return (uint64_t)keymsg_get32(p) << 32 | keymsg_get32(p + 4);
+}
+
 size_t
 keymsg_body_max(uint16_t type)
 {
@@ -146,6 +166,12 @@ keymsg_err_name(uint16_t code)
 		return "load refused";
 	case KEYERR_LIMIT:
 		return "limit";
+	case KEYERR_NO_SIGN_KEY:
+		return "no signing key";
+	case KEYERR_NOT_AFTER:
+		return "not after the last signed";
+	case KEYERR_SIGN_FAILED:
+		return "signing failed";
 	}
 	return "unknown error";
 }
@@ -218,6 +244,10 @@ keymsg_slot(struct keymsg *m, uint16_t tag)
 		return &m->km_label;
 	case KEYTAG_MESSAGE:
 		return &m->km_message;
+	case KEYTAG_SIG:
+		return &m->km_sig;
+	case KEYTAG_KEYID:
+		return &m->km_keyid;
 	}
 	return NULL;
 }
@@ -288,6 +318,9 @@ keymsg_decode(const uint8_t *buf, size_t len, struct keymsg *m, const char **why
 		else if (tag == KEYTAG_CODE)
 			m->km_code = keymsg_get16(m->km_body + off +
 			    KEYMSG_FIELD_HDR_LEN);
+		else if (tag == KEYTAG_SEQ || tag == KEYTAG_TS)
+			*(tag == KEYTAG_SEQ ? &m->km_seq : &m->km_ts) =
+			    keymsg_get64(m->km_body + off + KEYMSG_FIELD_HDR_LEN);
 		else if ((slot = keymsg_slot(m, tag)) != NULL &&
 		    slot->v == NULL) {
 			slot->v = m->km_body + off + KEYMSG_FIELD_HDR_LEN;
@@ -438,6 +471,16 @@ keymsg_field_u32(struct keymsg_buf *b, uint16_t tag, uint32_t v)
 	uint8_t p[4];
 
 	keymsg_be32(p, v);
+	keymsg_field(b, tag, p, sizeof(p));
+}
+
+void
+keymsg_field_u64(struct keymsg_buf *b, uint16_t tag, uint64_t v)
+{
+	uint8_t p[8];
+
+	keymsg_be32(p, (uint32_t)(v >> 32));
+	keymsg_be32(p + 4, (uint32_t)v);
 	keymsg_field(b, tag, p, sizeof(p));
 }
 

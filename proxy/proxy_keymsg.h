@@ -26,6 +26,8 @@
 #define KEYMSG_SANDBOX_MAX	63
 #define KEYMSG_LABEL_MAX	64
 #define KEYMSG_MESSAGE_MAX	200
+#define KEYMSG_SIG_HEX		128		/* AUDIT_SIG_HEX */
+#define KEYMSG_KEYID_HEX	32		/* AUDIT_KEYID_HEX */
 
 enum keymsg_type {
 	/* the reader channel: one set, BEGIN, CA or KEEP per sandbox, END */
@@ -33,14 +35,17 @@ enum keymsg_type {
 	KEYMSG_LOAD_CA = 2,
 	KEYMSG_LOAD_KEEP = 3,
 	KEYMSG_LOAD_END = 4,
+	KEYMSG_SIGN_KEY = 7,		/* the audit signing key, once */
 	/* the control channel */
 	KEYMSG_ADD_CHANNEL = 5,		/* + one descriptor (SCM_RIGHTS) */
 	/* worker channels */
 	KEYMSG_MINT = 6,
+	KEYMSG_SIGN_CHECKPOINT = 8,	/* an audit checkpoint's head */
 	/* replies */
 	KEYMSG_OK = 16,
 	KEYMSG_CERT = 17,
 	KEYMSG_ERR = 18,
+	KEYMSG_SIGNATURE = 19,
 };
 
 enum keymsg_tag {
@@ -54,6 +59,10 @@ enum keymsg_tag {
 	KEYTAG_LABEL = 8,	/* a channel's name in keyd's log */
 	KEYTAG_CODE = 9,	/* u16, enum keymsg_err */
 	KEYTAG_MESSAGE = 10,	/* short text, never key bytes */
+	KEYTAG_SEQ = 11,	/* u64: an audit record's seq */
+	KEYTAG_TS = 12,		/* u64: ms since the epoch */
+	KEYTAG_SIG = 13,	/* an Ed25519 signature, 128 lower-case hex */
+	KEYTAG_KEYID = 14,	/* the signing key's id, 32 lower-case hex */
 };
 
 /* ERR codes. */
@@ -65,6 +74,9 @@ enum keymsg_err {
 	KEYERR_MINT_FAILED = 5,		/* the CA refused it, or signing failed */
 	KEYERR_LOAD_REFUSED = 6,	/* LOAD_END: the set was not installed */
 	KEYERR_LIMIT = 7,		/* too many channels */
+	KEYERR_NO_SIGN_KEY = 8,		/* SIGN_CHECKPOINT: no signing key loaded */
+	KEYERR_NOT_AFTER = 9,		/* ... a head not after the last signed */
+	KEYERR_SIGN_FAILED = 10,	/* ... refused or failed otherwise */
 };
 
 /* A field's value: borrowed from the decoded buffer. */
@@ -85,6 +97,10 @@ struct keymsg {
 	struct keymsg_val km_spki;
 	struct keymsg_val km_label;
 	struct keymsg_val km_message;
+	struct keymsg_val km_sig;
+	struct keymsg_val km_keyid;
+	uint64_t	 km_seq;
+	uint64_t	 km_ts;
 	uint32_t	 km_count;
 	uint16_t	 km_code;
 	size_t		 km_nnames;	/* NAME fields: keymsg_next_name() */
@@ -139,6 +155,7 @@ void	keymsg_field(struct keymsg_buf *b, uint16_t tag, const void *v, size_t len)
 void	keymsg_field_str(struct keymsg_buf *b, uint16_t tag, const char *s);
 void	keymsg_field_u16(struct keymsg_buf *b, uint16_t tag, uint16_t v);
 void	keymsg_field_u32(struct keymsg_buf *b, uint16_t tag, uint32_t v);
+void	keymsg_field_u64(struct keymsg_buf *b, uint16_t tag, uint64_t v);
 int	keymsg_finish(struct keymsg_buf *b);
 /* Wipes and frees what b holds; b is empty (and usable) again. */
 void	keymsg_buf_free(struct keymsg_buf *b);

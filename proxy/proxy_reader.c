@@ -23,7 +23,13 @@
  * The worker opens no file once it is confined (proxy_confine.c), so the reader
  * also opens the audit log for it after a rotation ('L': the configured path, with
  * O_NOFOLLOW, and path.1 when the new file is empty; both passed back with
- * SCM_RIGHTS for audit_reopen_fd()), and removes the control socket at exit ('U').
+ * SCM_RIGHTS for audit_reopen_fd()), rotates it when it reached audit.max_bytes
+ * ('T': PATH.N shifted up to audit.keep, PATH to PATH.1, a new PATH passed back;
+ * refused while PATH is smaller, so a worker cannot shift the history out with
+ * requests alone), gives keyd the audit signing key once ('S': audit.sign_key and
+ * the chain's head as the log on disk ends, read here, so that keyd's signatures
+ * begin where the file does and not where a worker says), and removes the control
+ * socket at exit ('U').
  * The reader itself runs under its own filter (PROXY_ROLE_READER, applied once keyd
  * is forked): files, yes; sockets, no other than its own.  It is forked even when
  * airlockd does not start as root (then with the same rights), so that the worker is
@@ -43,6 +49,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "audit.h"
 #include "file.h"
 #include "log.h"
 #include "proxy_confine.h"
@@ -398,6 +407,120 @@ proxy_reader_audit(int fd)
 	return rv;
 }
 
+/*
+ * 'T': the audit log rotated, once it is at audit.max_bytes: PATH.K-1 .. PATH.1
+ * shifted up one (PATH.K, the oldest, replaced), PATH renamed to PATH.1 (the worker
+ * goes on writing it through its descriptor until it takes the new one), and a new
+ * empty PATH made for the daemon's user and passed back.  The reply is 'L''s.
+ */
+static int
+proxy_reader_rotate(int fd)
+{
+	char err[512] = "", from[PATH_MAX + 16], to[PATH_MAX + 16];
+	const char *path = proxy_cfg.audit_path;
+	struct stat st;
+	int32_t hdr[3];
+	int cur = -1, nfd = -1, status = 1, rv;
+	unsigned int k;
+
+	if (proxy_cfg.audit_max_bytes == 0)
+		proxy_fmt(err, sizeof(err), "%s: audit.max_bytes is not set: not "
+		    "rotating", path);
+	else if ((cur = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)) ==
+	    -1 || fstat(cur, &st) == -1)
+		proxy_fmt(err, sizeof(err), "%s: %s", path, strerror(errno));
+	else if (proxy_reader_audit_check(cur, path, err, sizeof(err)) == -1)
+		;
+	else if (st.st_size < proxy_cfg.audit_max_bytes)
+		proxy_fmt(err, sizeof(err), "%s: %lld bytes, not at audit.max_bytes "
+		    "(%lld): not rotating", path, (long long)st.st_size,
+		    proxy_cfg.audit_max_bytes);
+	else {
+		status = 0;
+		for (k = proxy_cfg.audit_keep; k >= 1 && status == 0; k--) {
+			if (k == 1)
+				snprintf(from, sizeof(from), "%s", path);
+			else
+				snprintf(from, sizeof(from), "%s.%u", path, k - 1);
+			snprintf(to, sizeof(to), "%s.%u", path, k);
+			if (rename(from, to) == -1 && (errno != ENOENT || k == 1)) {
+				proxy_fmt(err, sizeof(err), "rename %s to %s: %s", from,
+				    to, strerror(errno));
+				status = 1;
+			}
+		}
+		if (status == 0 && (nfd = open(path, O_RDWR | O_APPEND | O_CREAT |
+		    O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600)) == -1) {
+			proxy_fmt(err, sizeof(err), "%s: %s (the log goes on in "
+			    "%s.1)", path, strerror(errno), path);
+			status = 1;
+		}
+		if (status == 0 && proxy_reader_uid != (uid_t)-1 && fchown(nfd,
+		    proxy_reader_uid, proxy_reader_gid) == -1)
+			log_warn("%s: chown", path);
+	}
+	if (cur != -1)
+		close(cur);
+	hdr[0] = status;
+	hdr[1] = status == 0 ? 1 : 0;
+	hdr[2] = (int32_t)strlen(err);
+	rv = proxy_send_fds(fd, hdr, sizeof(hdr), &nfd, hdr[1]) == -1 ||
+	    proxy_fd_write_full(fd, err, strlen(err)) == -1 ? -1 : 0;
+	if (nfd != -1)
+		close(nfd);
+	return rv;
+}
+
+/*
+ * 'S': the audit signing key to keyd, with the chain's head as the log's files
+ * end (checked with audit.key_file's key when there is one).  Once: a second
+ * would let the worker move keyd's start to a file it cut.  The reply: int32
+ * status, uint32 len, then the key id (status 0) or why not.
+ */
+static int proxy_reader_signed;
+
+static int
+proxy_reader_sign(int fd)
+{
+	unsigned char hkey[AUDIT_KEY_MAX], *der = NULL;
+	char err[512] = "", kerr[256], head[AUDIT_HASH_HEX + 1];
+	char keyid[AUDIT_KEYID_HEX + 1];
+	size_t hkeylen = 0, derlen = 0;
+	long long seq;
+	int32_t status = 1;
+	uint32_t u;
+
+	if (proxy_reader_signed)
+		proxy_fmt(err, sizeof(err), "the signing key was given already");
+	else if (proxy_cfg.audit_sign_key[0] == '\0')
+		proxy_fmt(err, sizeof(err), "audit.sign_key is not set");
+	else if (proxy_cfg.audit_key_file[0] != '\0' &&
+	    audit_key_load(proxy_cfg.audit_key_file, hkey, &hkeylen, err,
+	    sizeof(err)) == -1)
+		;
+	else if (audit_path_head(proxy_cfg.audit_path, hkeylen > 0 ? hkey : NULL,
+	    hkeylen, &seq, head, err, sizeof(err)) == -1)
+		;
+	else if (audit_sign_key_load(proxy_cfg.audit_sign_key, &der, &derlen,
+	    keyid, err, sizeof(err)) == -1)
+		;
+	else if (proxy_keyd_sign_key(der, derlen, seq, head, kerr,
+	    sizeof(kerr)) == -1)
+		proxy_fmt(err, sizeof(err), "keys process: %s", kerr);
+	else {
+		status = 0;
+		proxy_fmt(err, sizeof(err), "%s", keyid);
+	}
+	proxy_reader_signed = 1;
+	OPENSSL_cleanse(hkey, sizeof(hkey));
+	if (der != NULL)
+		OPENSSL_clear_free(der, derlen);
+	u = (uint32_t)strlen(err);
+	return proxy_fd_write_full(fd, &status, sizeof(status)) == -1 ||
+	    proxy_fd_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_fd_write_full(fd, err, u) == -1 ? -1 : 0;
+}
+
 /* 'U': the control socket, if it still is one (airlockd is on its way out). */
 static void
 proxy_reader_ctl_gone(void)
@@ -497,8 +620,14 @@ proxy_reader_main(int fd)
 				break;
 			continue;
 		}
-		if (c == 'L') {
-			if (proxy_reader_audit(fd) == -1)
+		if (c == 'L' || c == 'T') {
+			if ((c == 'L' ? proxy_reader_audit(fd) :
+			    proxy_reader_rotate(fd)) == -1)
+				break;
+			continue;
+		}
+		if (c == 'S') {
+			if (proxy_reader_sign(fd) == -1)
 				break;
 			continue;
 		}
@@ -809,24 +938,29 @@ proxy_reader_ask(char c, long long *deadline, char *err, size_t errlen)
  * (the worker opens no file), continues the chain (audit_reopen_fd()).  Without a
  * reader, audit_reopen() here.  0, or -1 with err (the old file stays in use).
  */
-int
-proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen)
+/*
+ * The reader's answer to 'L' or 'T' (c): the descriptors it opened, at most max
+ * (*nfd of them in fds).  0, or -1 with err (the reader refused: its reason; or it
+ * broke).
+ */
+static int
+proxy_reader_audit_fds(char c, int *fds, int max, int *nfd, char *err,
+    size_t errlen)
 {
 	long long deadline;
 	int32_t hdr[3];
-	int fds[PROXY_READER_FDS], nfd, k;
+	int k;
 
-	if (proxy_reader_fd == -1)
-		return audit_reopen(log, err, errlen);
-	if (proxy_reader_ask('L', &deadline, err, errlen) == -1)
+	if (proxy_reader_ask(c, &deadline, err, errlen) == -1)
 		return -1;
-	if (proxy_recv_fds(proxy_reader_fd, hdr, sizeof(hdr), fds, &nfd,
+	if (proxy_recv_fds(proxy_reader_fd, hdr, sizeof(hdr), fds, nfd,
 	    deadline) == -1) {
 		proxy_fmt(err, errlen, "state reader: %s", strerror(errno));
 		goto broken;
 	}
-	if (hdr[2] < 0 || (size_t)hdr[2] >= errlen || hdr[1] != nfd ||
-	    (hdr[0] == 0 && nfd == 0) || (hdr[0] != 0 && nfd != 0)) {
+	if (hdr[2] < 0 || (size_t)hdr[2] >= errlen || hdr[1] != *nfd ||
+	    *nfd > max || (hdr[0] == 0 && *nfd == 0) ||
+	    (hdr[0] != 0 && *nfd != 0)) {
 		proxy_fmt(err, errlen, "state reader: protocol error");
 		goto close_broken;
 	}
@@ -835,15 +969,73 @@ proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen)
 		goto close_broken;
 	}
 	err[hdr[2]] = '\0';
-	if (hdr[0] != 0)
-		return -1;
-	return audit_reopen_fd(log, fds[0], nfd > 1 ? fds[1] : -1, err, errlen);
+	return hdr[0] == 0 ? 0 : -1;
  close_broken:
-	for (k = 0; k < nfd; k++)
+	for (k = 0; k < *nfd; k++)
 		close(fds[k]);
  broken:
+	*nfd = 0;
 	proxy_reader_broken();
 	return -1;
+}
+
+int
+proxy_audit_reopen(struct audit_log *log, char *err, size_t errlen)
+{
+	int fds[PROXY_READER_FDS], nfd;
+
+	if (proxy_reader_fd == -1)
+		return audit_reopen(log, err, errlen);
+	if (proxy_reader_audit_fds('L', fds, 2, &nfd, err, errlen) == -1)
+		return -1;
+	return audit_reopen_fd(log, fds[0], nfd > 1 ? fds[1] : -1, err, errlen);
+}
+
+int
+proxy_audit_rotate(struct audit_log *log, char *err, size_t errlen)
+{
+	int fds[PROXY_READER_FDS], nfd;
+
+	if (proxy_reader_fd == -1) {
+		proxy_fmt(err, errlen, "no state reader to rotate the log");
+		return -1;
+	}
+	if (proxy_reader_audit_fds('T', fds, 1, &nfd, err, errlen) == -1)
+		return -1;
+	return audit_rotate_fd(log, fds[0], err, errlen);
+}
+
+int
+proxy_audit_sign_load(char *keyid, size_t keyidlen, char *err, size_t errlen)
+{
+	long long deadline;
+	int32_t status;
+	uint32_t u;
+	char buf[512];
+
+	if (proxy_reader_fd == -1) {
+		proxy_fmt(err, errlen, "no state reader to read audit.sign_key");
+		return -1;
+	}
+	if (proxy_reader_ask('S', &deadline, err, errlen) == -1)
+		return -1;
+	if (proxy_fd_read_full(proxy_reader_fd, &status, sizeof(status),
+	    deadline) == -1 ||
+	    proxy_fd_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1 ||
+	    u >= sizeof(buf) ||
+	    proxy_fd_read_full(proxy_reader_fd, buf, u, deadline) == -1) {
+		proxy_fmt(err, errlen, "state reader: %s", u >= sizeof(buf) ?
+		    "protocol error" : strerror(errno));
+		proxy_reader_broken();
+		return -1;
+	}
+	buf[u] = '\0';
+	if (status != 0) {
+		proxy_fmt(err, errlen, "%s", buf);
+		return -1;
+	}
+	proxy_fmt(keyid, keyidlen, "%s", buf);
+	return 0;
 }
 
 /* At exit: the reader removes the control socket (its directory is root's). */

@@ -23,20 +23,32 @@
  * hash) is one of the two, the leaf's one name is the request's name normalised and
  * matches one of that sandbox's patterns (hostname_match, as the policies use them),
  * and it verifies under that sandbox's CA for that name.  Anything else aborts.
+ *
+ * keyd also starts every input with the audit signing key LLVMFuzzerInitialize()
+ * made (SIGN_KEY, the chain empty), so a SIGN_KEY the fuzzer sends must be refused,
+ * and every SIGNATURE keyd answers is checked against the harness's own record of
+ * what it signed before in this input (not keyd's state): the request was a
+ * SIGN_CHECKPOINT of a seq greater than the last one signed, the link is that last
+ * one (seq and head; 0 and zeros at first), the key id is the key's, and the
+ * signature verifies with the public key over the canonical form
+ * (audit_checkpoint_canon()) of the request's seq, head and time.
  * And no leak: keyd and its set are freed after each input.
  */
 #include <err.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
 #include "../../proxy/proxy_keyd.h"
 #include "../../proxy/proxy_keymsg.h"
+#include "audit.h"
 #include "ca.h"
 #include "hostname.h"
 
@@ -60,7 +72,43 @@ static const struct fz_sb {
 };
 
 static X509 *fz_cacert[2];
-static struct keymsg_buf fz_load;	/* the initial set: BEGIN, CA, CA, END */
+static struct keymsg_buf fz_load;	/* the initial set: BEGIN, CA, CA, END, SIGN_KEY */
+static struct audit_pubkey *fz_pub;	/* the signing key's public half */
+/* What keyd signed last in this input (the oracle's own record). */
+static long long fz_signed_seq;
+static char fz_signed_head[KEYMSG_HASH_LEN + 1];
+
+/* The audit signing key: its SIGN_KEY (an empty chain) into fz_load, fz_pub. */
+static void
+fz_sign_key(void)
+{
+	PKCS8_PRIV_KEY_INFO *p8;
+	unsigned char *der = NULL;
+	EVP_PKEY *k;
+	char err[256], *pem;
+	BIO *b;
+	long n;
+	int dl;
+
+	if ((k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL ||
+	    (p8 = EVP_PKEY2PKCS8(k)) == NULL ||
+	    (dl = i2d_PKCS8_PRIV_KEY_INFO(p8, &der)) <= 0 ||
+	    (b = BIO_new(BIO_s_mem())) == NULL || PEM_write_bio_PUBKEY(b, k) != 1 ||
+	    (n = BIO_get_mem_data(b, &pem)) <= 0 ||
+	    (fz_pub = audit_pubkey_from_pem(pem, (size_t)n, err,
+	    sizeof(err))) == NULL)
+		errx(1, "signing key");
+	keymsg_start(&fz_load, KEYMSG_SIGN_KEY, 1);
+	keymsg_field(&fz_load, KEYTAG_KEY, der, (size_t)dl);
+	keymsg_field_u64(&fz_load, KEYTAG_SEQ, 0);
+	keymsg_field_str(&fz_load, KEYTAG_HASH, AUDIT_ZERO_HASH);
+	if (keymsg_finish(&fz_load) == -1)
+		errx(1, "SIGN_KEY: encoding");
+	OPENSSL_clear_free(der, (size_t)dl);
+	PKCS8_PRIV_KEY_INFO_free(p8);
+	BIO_free(b);
+	EVP_PKEY_free(k);
+}
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -108,6 +156,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	keymsg_field_u32(&fz_load, KEYTAG_COUNT, 2);
 	if (keymsg_finish(&fz_load) == -1)
 		errx(1, "initial set: encoding");
+	fz_sign_key();
 	/* The files are not needed again: the set is in fz_load. */
 	for (i = 0; i < 2; i++)
 		for (n = 0; n < 2; n++) {
@@ -150,6 +199,15 @@ fz_reencode(const struct keymsg *m, struct keymsg_buf *b)
 		keymsg_field(b, KEYTAG_MESSAGE, m->km_message.v,
 		    m->km_message.len);
 	}
+	if (m->km_type == KEYMSG_SIGN_KEY || m->km_type == KEYMSG_SIGN_CHECKPOINT ||
+	    m->km_type == KEYMSG_SIGNATURE)
+		keymsg_field_u64(b, KEYTAG_SEQ, m->km_seq);
+	if (m->km_type == KEYMSG_SIGN_CHECKPOINT)
+		keymsg_field_u64(b, KEYTAG_TS, m->km_ts);
+	if (m->km_sig.v != NULL)
+		keymsg_field(b, KEYTAG_SIG, m->km_sig.v, m->km_sig.len);
+	if (m->km_keyid.v != NULL)
+		keymsg_field(b, KEYTAG_KEYID, m->km_keyid.v, m->km_keyid.len);
 	if (keymsg_finish(b) == -1)
 		abort();
 }
@@ -174,7 +232,10 @@ fz_roundtrip(const struct keymsg *m)
 		abort();
 	if (m2.km_type != m->km_type || m2.km_id != m->km_id ||
 	    m2.km_count != m->km_count || m2.km_code != m->km_code ||
+	    m2.km_seq != m->km_seq || m2.km_ts != m->km_ts ||
 	    m2.km_nnames != m->km_nnames ||
+	    !fz_val_eq(&m2.km_sig, &m->km_sig) ||
+	    !fz_val_eq(&m2.km_keyid, &m->km_keyid) ||
 	    !fz_val_eq(&m2.km_sandbox, &m->km_sandbox) ||
 	    !fz_val_eq(&m2.km_hash, &m->km_hash) ||
 	    !fz_val_eq(&m2.km_cert, &m->km_cert) ||
@@ -232,6 +293,43 @@ fz_check_cert(const struct keymsg *req, const uint8_t *reply, size_t len)
 	X509_free(x);
 }
 
+/* keyd answered req with a signature: was it allowed to, and is it good? */
+static void
+fz_check_sig(const struct keymsg *req, const uint8_t *reply, size_t len)
+{
+	char head[KEYMSG_HASH_LEN + 1], lhead[KEYMSG_HASH_LEN + 1], ts[32];
+	char sig[KEYMSG_SIG_HEX + 1], key[KEYMSG_KEYID_HEX + 1];
+	char canon[AUDIT_CANON_MAX];
+	struct keymsg r;
+	const char *why;
+	size_t n;
+
+	if (req->km_type != KEYMSG_SIGN_CHECKPOINT ||
+	    keymsg_decode(reply, len, &r, &why) == -1 || r.km_id != req->km_id ||
+	    req->km_seq > (uint64_t)LLONG_MAX ||
+	    (long long)req->km_seq <= fz_signed_seq)
+		abort();	/* not a request to sign, or not after the last */
+	memcpy(head, req->km_hash.v, KEYMSG_HASH_LEN);
+	head[KEYMSG_HASH_LEN] = '\0';
+	memcpy(lhead, r.km_hash.v, KEYMSG_HASH_LEN);
+	lhead[KEYMSG_HASH_LEN] = '\0';
+	memcpy(sig, r.km_sig.v, KEYMSG_SIG_HEX);
+	sig[KEYMSG_SIG_HEX] = '\0';
+	memcpy(key, r.km_keyid.v, KEYMSG_KEYID_HEX);
+	key[KEYMSG_KEYID_HEX] = '\0';
+	if ((long long)r.km_seq != fz_signed_seq ||
+	    strcmp(lhead, fz_signed_head) != 0 ||
+	    strcmp(key, audit_pubkey_id(fz_pub)) != 0)
+		abort();	/* a link to anything but the last signature */
+	audit_time_format((long long)req->km_ts, ts, sizeof(ts));
+	if ((n = audit_checkpoint_canon(canon, sizeof(canon), key,
+	    (long long)req->km_seq, head, ts, fz_signed_seq, fz_signed_head)) == 0 ||
+	    !audit_pubkey_verify(fz_pub, canon, n, sig))
+		abort();
+	fz_signed_seq = (long long)req->km_seq;
+	memcpy(fz_signed_head, head, sizeof(fz_signed_head));
+}
+
 /* The initial set into a new keyd. */
 static struct keyd *
 fz_keyd(void)
@@ -254,9 +352,11 @@ fz_keyd(void)
 		    &why) == KEYD_CLOSE)
 			abort();
 	}
-	if (keyd_count(kd) != 2)
+	if (keyd_count(kd) != 2 || !keyd_signing(kd))
 		abort();
 	keymsg_buf_free(&reply);
+	fz_signed_seq = 0;
+	memcpy(fz_signed_head, AUDIT_ZERO_HASH, sizeof(fz_signed_head));
 	return kd;
 }
 
@@ -318,8 +418,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 				if (reply.kb_p[5] == KEYMSG_CERT)
 					fz_check_cert(&m, reply.kb_p, reply.kb_len);
+				else if (reply.kb_p[5] == KEYMSG_SIGNATURE)
+					fz_check_sig(&m, reply.kb_p, reply.kb_len);
 				else if (reply.kb_p[5] != KEYMSG_ERR &&
 				    reply.kb_p[5] != KEYMSG_OK)
+					abort();
+				/* The key was given: a second is refused. */
+				if (m.km_type == KEYMSG_SIGN_KEY &&
+				    reply.kb_p[5] != KEYMSG_ERR)
 					abort();
 				break;
 			}

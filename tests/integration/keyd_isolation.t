@@ -10,7 +10,10 @@
 # three; a scan of airlockd's memory (/proc/PID/mem, every readable mapping, as
 # root: tests/tools/memscan.c) finds neither CA private key in any form (PKCS#8
 # and SEC1 DER, the PEM text, the private scalar either way round), while the same
-# scan of keyd finds both (the scan works); with keyd killed (SIGKILL), the next
+# scan of keyd finds both (the scan works); the same for the audit signing key
+# (audit.sign_key, Ed25519: PKCS#8 DER, PEM text, the raw key), which the reader
+# gives keyd: in neither the worker nor the supervisor, in keyd, and the
+# checkpoints it signed verify with the public key; with keyd killed (SIGKILL), the next
 # connection that needs a new leaf is refused (inspect_unavailable; the origin sees
 # nothing: never spliced), a leaf already cached still serves, and a reload says
 # the keys process is gone.  Restarting keyd is not done here (a supervisor comes
@@ -47,6 +50,8 @@ cat >"$T/pb.json" <<'EOF'
 { "policy": "keyd-b", "rules": [
     { "id": "api", "host": "api.b.test", "tls": "inspect" } ] }
 EOF
+"$AIRLOCK" audit keygen "$T/sign.key" >/dev/null
+PN_AUDIT='{ "path": "'"$T"'/audit.jsonl", "fsync": "never", "sign_key": "'"$T"'/sign.key", "sign_every": 3 }'
 set +e
 if ! pn_start "\"upstream_ca_file\": \"$T/ca.pem\""; then
 	echo "1..0 # SKIP airlockd did not start: $(head -c 300 "$T/airlockd.log")"
@@ -131,6 +136,26 @@ sed 's/^/# keyd: /' "$T/scan-keyd"
 [ "$rc" = 0 ] && grep -q "sa.key .* found$" "$T/scan-keyd" &&
     grep -q "sb.key .* found$" "$T/scan-keyd"
 ok $? "the same scan of keyd finds both keys (the scan sees keys where they are)"
+# The audit signing key: the same, in its three forms.
+sscan() { "$B/tests/tools/memscan" "$1" "$T/sign.key"; }
+sscan "$WPID" >"$T/sscan-airlockd" 2>&1
+rc=$?
+sed 's/^/# airlockd: /' "$T/sscan-airlockd"
+[ "$rc" = 0 ] && [ "$(grep -c ' absent$' "$T/sscan-airlockd")" = 3 ]
+ok $? "the worker's memory does not hold the audit signing key (DER, PEM, raw)"
+sscan "$DPID" >"$T/sscan-sup" 2>&1
+rc=$?
+[ "$rc" = 0 ] && [ "$(grep -c ' absent$' "$T/sscan-sup")" = 3 ]
+ok $? "nor does the supervisor's"
+sscan "$KEYD" >"$T/sscan-keyd" 2>&1
+rc=$?
+sed 's/^/# keyd: /' "$T/sscan-keyd"
+[ "$rc" = 0 ] && grep -q "sign.key raw found$" "$T/sscan-keyd"
+ok $? "the same scan of keyd finds it"
+grep -q '"event":"checkpoint".*"sig":"' "$T/audit.jsonl" &&
+    "$AIRLOCK" audit verify --pubkey "$T/sign.key.pub" "$T/audit.jsonl" \
+    >"$T/sverify.out" 2>&1
+ok $? "... and the checkpoints keyd signed verify with the public key ($(grep '^signatures: records' "$T/sverify.out" | cut -c1-60))"
 
 # keyd gone: nothing new is signed, nothing is spliced instead.
 # keyd killed while the reader is stopped (so that it cannot notice yet): the
@@ -183,6 +208,8 @@ ok $? "... every connection to it was inspected, none spliced"
 ok $? "the audit chain continues across the restart ($(head -c 100 "$T/verify.out"))"
 ! grep -q -- "BEGIN PRIVATE KEY\|PRIVATE KEY-----" "$T/airlockd.log" "$T/audit.jsonl"
 ok $? "no key text in airlockd's log or the audit log"
+! grep -qF -- "$(sed -n 2p "$T/sign.key")" "$T/airlockd.log" "$T/audit.jsonl"
+ok $? "... nor the signing key's"
 
 pn_stop_checked
 pn_done

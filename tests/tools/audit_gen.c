@@ -7,13 +7,30 @@
  *	decision=allow rule=github-api method=GET path=/repos status=200
  *	inject=a,b would_deny=1 bytes_up=1 bytes_down=2 ms=3 x.qname=example.com
  *
- *	audit_gen [--key-file FILE] PATH < spec
+ *	audit_gen [--key-file FILE] [--sign-key FILE] PATH < spec
+ *
+ * A line that starts with '!' is a command to the writer instead:
+ *	!checkpoint AT	a checkpoint now (AT: start, count, shutdown, ...), signed
+ *			with --sign-key's key by a signer in this process that
+ *			began at the chain's head when the log was opened (as
+ *			airlockd's keys process does), or unsigned without one
+ *	!keyd-down	from here on the signer refuses (as a keys process gone):
+ *			checkpoints are written unsigned; !keyd-up undoes it
+ *	!restart	the log closed and opened again, with a new signer that
+ *			begins at the head on disk (a restart of airlockd)
+ *	!rotate		PATH.1..PATH.8 shifted up, PATH renamed to PATH.1 and the
+ *			log goes on in a new PATH (audit_rotate_fd())
  *
  * Prints "seq N head HASH" of the chain at the end.  Exit 0, or 1 with a message.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "audit.h"
 #include "hexdig.h"
@@ -36,6 +53,109 @@ pct_decode(char *s)
 	*o = '\0';
 }
 
+static struct audit_signer *signer;
+static int keyd_down;
+
+static int
+gen_sign(void *arg, long long seq, const char *head, long long ts_ms,
+    struct audit_signature *out)
+{
+	char err[160];
+
+	if (keyd_down) {
+		snprintf(out->as_unsigned, sizeof(out->as_unsigned), "keys process: "
+		    "it is gone");
+		return -1;
+	}
+	if (audit_signer_sign(signer, seq, head, ts_ms, out, err,
+	    sizeof(err)) == -1) {
+		snprintf(out->as_unsigned, sizeof(out->as_unsigned), "keys process "
+		    "refused: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* A signer from the key file that begins at the head of the log at path. */
+static int
+gen_signer(const char *keyfile, const char *path, const unsigned char *key,
+    size_t keylen)
+{
+	char keyid[AUDIT_KEYID_HEX + 1], err[512], head[AUDIT_HASH_HEX + 1];
+	unsigned char *der;
+	size_t derlen;
+	long long seq;
+
+	audit_signer_free(signer);
+	signer = NULL;
+	if (audit_sign_key_load(keyfile, &der, &derlen, keyid, err,
+	    sizeof(err)) == -1 ||
+	    audit_path_head(path, key, keylen, &seq, head, err, sizeof(err)) == -1) {
+		fprintf(stderr, "audit_gen: %s\n", err);
+		return -1;
+	}
+	signer = audit_signer_new(der, derlen, seq, head, err, sizeof(err));
+	OPENSSL_clear_free(der, derlen);
+	if (signer == NULL) {
+		fprintf(stderr, "audit_gen: signer: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* A '!' line; 0 or -1. */
+static int
+gen_command(struct audit_log **logp, const char *line, const char *path,
+    const char *sign_key, const unsigned char *key, size_t keylen)
+{
+	char err[512], from[4200], to[4200];
+	int k, fd;
+
+	if (strncmp(line, "!checkpoint ", 12) == 0) {
+		if (audit_checkpoint(*logp, line + 12) == -1) {
+			fprintf(stderr, "audit_gen: checkpoint: %m\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(line, "!keyd-down") == 0 || strcmp(line, "!keyd-up") == 0) {
+		keyd_down = line[6] == 'd';
+		return 0;
+	}
+	if (strcmp(line, "!restart") == 0) {
+		audit_close(*logp);
+		if ((*logp = audit_open_keyed(path, AUDIT_FSYNC_NEVER, keylen > 0 ?
+		    key : NULL, keylen, err, sizeof(err))) == NULL) {
+			fprintf(stderr, "audit_gen: %s\n", err);
+			return -1;
+		}
+		if (sign_key != NULL) {
+			if (gen_signer(sign_key, path, key, keylen) == -1)
+				return -1;
+			audit_set_signer(*logp, gen_sign, NULL);
+		}
+		return 0;
+	}
+	if (strcmp(line, "!rotate") == 0) {
+		for (k = 8; k >= 1; k--) {
+			snprintf(from, sizeof(from), k == 1 ? "%s" : "%s.%d", path,
+			    k - 1);
+			snprintf(to, sizeof(to), "%s.%d", path, k);
+			(void)rename(from, to);
+		}
+		if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL |
+		    O_CLOEXEC, 0600)) == -1 ||
+		    audit_rotate_fd(*logp, fd, err, sizeof(err)) == -1) {
+			fprintf(stderr, "audit_gen: rotate: %s\n", fd == -1 ?
+			    strerror(errno) : err);
+			return -1;
+		}
+		return 0;
+	}
+	fprintf(stderr, "audit_gen: unknown command '%s'\n", line);
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -44,25 +164,40 @@ main(int argc, char **argv)
 	struct audit_kv extra[AUDIT_EXTRA_MAX];
 	const char *inject[MAX_INJECT + 1];
 	struct audit_log *log;
+	const char *sign_key = NULL;
 	size_t keylen = 0;
 	long long seq, lineno = 0;
 	int a = 1;
 
-	if (argc == 4 && strcmp(argv[1], "--key-file") == 0) {
-		if (audit_key_load(argv[2], key, &keylen, err, sizeof(err)) == -1) {
-			fprintf(stderr, "audit_gen: %s\n", err);
-			return 1;
-		}
-		a = 3;
+	for (;;) {
+		if (argc >= a + 3 && strcmp(argv[a], "--key-file") == 0) {
+			if (audit_key_load(argv[a + 1], key, &keylen, err,
+			    sizeof(err)) == -1) {
+				fprintf(stderr, "audit_gen: %s\n", err);
+				return 1;
+			}
+			a += 2;
+		} else if (argc >= a + 3 && strcmp(argv[a], "--sign-key") == 0) {
+			sign_key = argv[a + 1];
+			a += 2;
+		} else
+			break;
 	}
 	if (argc != a + 1) {
-		fprintf(stderr, "usage: audit_gen [--key-file FILE] PATH < spec\n");
+		fprintf(stderr, "usage: audit_gen [--key-file FILE] [--sign-key "
+		    "FILE] PATH < spec\n");
 		return 1;
 	}
 	if ((log = audit_open_keyed(argv[a], AUDIT_FSYNC_NEVER,
 	    keylen > 0 ? key : NULL, keylen, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "audit_gen: %s\n", err);
 		return 1;
+	}
+	if (sign_key != NULL) {
+		if (gen_signer(sign_key, argv[a], keylen > 0 ? key : NULL,
+		    keylen) == -1)
+			return 1;
+		audit_set_signer(log, gen_sign, NULL);
 	}
 	while (fgets(line, sizeof(line), stdin) != NULL) {
 		struct audit_record r = AUDIT_RECORD_INIT;
@@ -73,6 +208,14 @@ main(int argc, char **argv)
 		line[strcspn(line, "\n")] = '\0';
 		if (line[0] == '\0' || line[0] == '#')
 			continue;
+		if (line[0] == '!') {
+			if (gen_command(&log, line, argv[a], sign_key, keylen > 0 ?
+			    key : NULL, keylen) == -1) {
+				audit_close(log);
+				return 1;
+			}
+			continue;
+		}
 		for (w = strtok_r(line, " ", &save); w != NULL;
 		    w = strtok_r(NULL, " ", &save)) {
 			if ((v = strchr(w, '=')) == NULL)
@@ -144,5 +287,6 @@ main(int argc, char **argv)
 	seq = audit_head(log, head);
 	printf("seq %lld head %s\n", seq, head);
 	audit_close(log);
+	audit_signer_free(signer);
 	return 0;
 }

@@ -6,7 +6,9 @@
  * One file per seed, in fuzz_keymsg's input format (a channel byte, a message;
  * again): valid messages of every type on their channels, the refusals keyd must
  * make (a name not inspected, another sandbox's name, a stale hash, an unknown
- * sandbox), loads that keep, empty or break the set, and a few malformed ones.  The
+ * sandbox), loads that keep, empty or break the set, audit checkpoints signed in
+ * order and out of it (keyd was given its signing key already: a second SIGN_KEY
+ * is refused), and a few malformed ones.  The
  * sandboxes and hashes are fuzz_keymsg's fixed table ("sba" / "a" x 64, "sbb" /
  * "b" x 64); the leaf key is a fresh P-256 key (any will do).  The corpus is
  * committed; this program is how it was made (run it again to change it).
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
@@ -92,6 +95,33 @@ keep(const char *sb, const char *hash)
 	keymsg_field_str(&m, KEYTAG_HASH, hash);
 	(void)keymsg_finish(&m);
 	rec(CH_READER, &m);
+}
+
+static void
+sign(int ch, uint64_t seq, const char *head, uint64_t ts)
+{
+	struct keymsg_buf m = { 0 };
+
+	keymsg_start(&m, KEYMSG_SIGN_CHECKPOINT, 9);
+	keymsg_field_u64(&m, KEYTAG_SEQ, seq);
+	keymsg_field_str(&m, KEYTAG_HASH, head);
+	keymsg_field_u64(&m, KEYTAG_TS, ts);
+	(void)keymsg_finish(&m);
+	rec(ch, &m);
+}
+
+/* A SIGN_KEY (keyd has one already: the fuzzer's keyd is given its own first). */
+static void
+sign_key(int ch, const unsigned char *der, size_t len)
+{
+	struct keymsg_buf m = { 0 };
+
+	keymsg_start(&m, KEYMSG_SIGN_KEY, 3);
+	keymsg_field(&m, KEYTAG_KEY, der, len);
+	keymsg_field_u64(&m, KEYTAG_SEQ, 0);
+	keymsg_field_str(&m, KEYTAG_HASH, hash_a);
+	(void)keymsg_finish(&m);
+	rec(ch, &m);
 }
 
 static void
@@ -202,6 +232,54 @@ main(int argc, char **argv)
 	keymsg_err(&m, 7, KEYERR_NOT_INSPECTED, "evil.test: not inspected");
 	rec(CH_DECODE, &m);
 	save("replies");
+
+	/* Audit checkpoints: forward only, each linked to the one before. */
+	sign(CH_WORKER, 5, hash_a, 1796040000123ULL);
+	save("sign-ok");
+	sign(CH_WORKER, 5, hash_a, 1796040000123ULL);
+	sign(CH_WORKER | 4, 9, hash_b, 1796040001000ULL);
+	sign(CH_WORKER, 9, hash_a, 1796040002000ULL);
+	sign(CH_WORKER, 7, hash_a, 1796040002000ULL);
+	sign(CH_WORKER, 12, hash_a, 1796040003000ULL);
+	save("sign-order");
+	sign(CH_WORKER, 0, hash_a, 1796040000123ULL);
+	sign(CH_WORKER, 3, hash_a, 253402300800000ULL);
+	sign(CH_WORKER, 1ULL << 63, hash_a, 1);
+	sign(CH_WORKER, 4, hash_a, 0);
+	save("sign-out-of-range");
+	sign(CH_READER, 5, hash_a, 1796040000123ULL);
+	sign(CH_CONTROL, 5, hash_a, 1796040000123ULL);
+	save("sign-wrong-channels");
+	{
+		PKCS8_PRIV_KEY_INFO *p8;
+		unsigned char *der = NULL;
+		EVP_PKEY *ed;
+		int dl;
+
+		if ((ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL ||
+		    (p8 = EVP_PKEY2PKCS8(ed)) == NULL ||
+		    (dl = i2d_PKCS8_PRIV_KEY_INFO(p8, &der)) <= 0)
+			return 1;
+		sign_key(CH_READER, der, (size_t)dl);
+		sign(CH_WORKER, 2, hash_a, 1796040000123ULL);
+		save("sign-key-again");
+		sign_key(CH_WORKER, der, (size_t)dl);
+		sign(CH_WORKER | 4, 2, hash_a, 1796040000123ULL);
+		save("sign-key-on-a-worker");
+		OPENSSL_clear_free(der, (size_t)dl);
+		PKCS8_PRIV_KEY_INFO_free(p8);
+		EVP_PKEY_free(ed);
+	}
+	keymsg_start(&m, KEYMSG_SIGNATURE, 9);
+	keymsg_field_str(&m, KEYTAG_SIG, "00000000000000000000000000000000"
+	    "00000000000000000000000000000000000000000000000000000000000000000000"
+	    "0000000000000000000000000000");
+	keymsg_field_str(&m, KEYTAG_KEYID, "0123456789abcdef0123456789abcdef");
+	keymsg_field_u64(&m, KEYTAG_SEQ, 4);
+	keymsg_field_str(&m, KEYTAG_HASH, hash_b);
+	(void)keymsg_finish(&m);
+	rec(CH_DECODE, &m);
+	save("reply-signature");
 
 	/* Malformed: a field running past the body, then a good MINT elsewhere. */
 	keymsg_start(&m, KEYMSG_MINT, 7);

@@ -5,16 +5,21 @@
  *
  *	memscan PID KEYFILE...
  *
- * Each KEYFILE is a PEM private key (an EC key, as `airlock` writes its CAs).  The
- * forms looked for, each in every readable mapping of /proc/PID/mem (the list from
+ * Each KEYFILE is a PEM private key: an EC key, as `airlock` writes its CAs, or an
+ * Ed25519 key, as `airlock audit keygen` writes the audit signing key.  The forms
+ * looked for, each in every readable mapping of /proc/PID/mem (the list from
  * /proc/PID/maps; a mapping over 1 GiB is skipped: a sanitizer's shadow, never
  * heap):
- *	pem	the PEM text's second line (the first is half fixed ASN.1 prefix)
+ *	pem	the PEM text's second line (the first is half fixed ASN.1 prefix;
+ *		an Ed25519 key's PEM has one line of base64, whose last 32
+ *		characters are taken: they are the key's own bytes)
  *	pkcs8	the PKCS#8 DER (what airlockd's keys process is sent)
- *	sec1	the SEC1 ECPrivateKey DER (inside the PKCS#8)
- *	d-be	the private scalar, big-endian (inside both DERs)
+ *	sec1	the SEC1 ECPrivateKey DER (inside the PKCS#8; EC only)
+ *	d-be	the private scalar, big-endian (inside both DERs; EC only)
  *	d-le	the private scalar as a BIGNUM holds it on a little-endian machine:
- *		the same bytes reversed (what a process using the key keeps)
+ *		the same bytes reversed (what a process using the key keeps; EC)
+ *	raw	an Ed25519 key's 32 private bytes (inside the DER; what OpenSSL
+ *		keeps)
  * Output: a line "KEYFILE FORM found|absent" per key and form, then "scanned N
  * bytes in M mappings (K skipped, U unreadable)".  Exit 0, or 2 if the scan could
  * not be made (no such process, not permitted, a key that does not parse).
@@ -71,6 +76,28 @@ ms_add(const char *key, const char *form, const void *p, size_t len)
 	nneedles++;
 }
 
+/* An Ed25519 key's forms: the PEM's tail, the PKCS#8 DER, the raw key. */
+static void
+ms_ed25519(const char *path, EVP_PKEY *k, const char *pemtail)
+{
+	unsigned char raw[32], *der = NULL;
+	size_t rl = sizeof(raw);
+	PKCS8_PRIV_KEY_INFO *p8;
+	int n;
+
+	if (EVP_PKEY_get_raw_private_key(k, raw, &rl) != 1 || rl != sizeof(raw) ||
+	    (p8 = EVP_PKEY2PKCS8(k)) == NULL ||
+	    (n = i2d_PKCS8_PRIV_KEY_INFO(p8, &der)) <= 0) {
+		fprintf(stderr, "memscan: %s: cannot encode\n", path);
+		exit(2);
+	}
+	ms_add(path, "pem", pemtail, 32);
+	ms_add(path, "pkcs8", der, (size_t)n);
+	ms_add(path, "raw", raw, sizeof(raw));
+	OPENSSL_free(der);
+	PKCS8_PRIV_KEY_INFO_free(p8);
+}
+
 static void
 ms_key(const char *path)
 {
@@ -95,6 +122,13 @@ ms_key(const char *path)
 	rewind(f);
 	k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 	fclose(f);
+	if (k != NULL && second != NULL && strlen(second) >= 32 &&
+	    EVP_PKEY_get_base_id(k) == EVP_PKEY_ED25519) {
+		ms_ed25519(path, k, second + strlen(second) - 32);
+		EVP_PKEY_free(k);
+		free(second);
+		return;
+	}
 	if (k == NULL || second == NULL || strlen(second) < 32 ||
 	    EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_PRIV_KEY, &bn) != 1 ||
 	    BN_bn2binpad(bn, d, sizeof(d)) != (int)sizeof(d)) {

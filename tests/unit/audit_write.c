@@ -262,6 +262,8 @@ test_continuity(void)
 	struct audit_chain c;
 	struct audit_file_result res;
 	struct stat st;
+	char *buf;
+	size_t len;
 	long long bad;
 
 	tpath(p, sizeof(p), "cont.jsonl");
@@ -322,8 +324,14 @@ test_continuity(void)
 	ok(audit_verify_file(p1, &c, &res, &bad, why, sizeof(why)) == 0 &&
 	    res.afr_last_seq == 9 &&
 	    audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0 &&
-	    res.afr_first_seq == 10 && res.afr_records == 1,
-	    "reopen continued the chain in the new file (seq 10)");
+	    res.afr_first_seq == 10 && res.afr_records == 2,
+	    "reopen continued the chain in the new file (seq 10, its rotate "
+	    "record, then the write)");
+	buf = slurp(p, &len);
+	ok(strstr(buf, "\"seq\":10,\"event\":\"rotate\",\"source\":\"sighup\","
+	    "\"last_seq\":9,\"head\":\"") != NULL, "the new file starts with a "
+	    "rotate record naming the old file's last seq and hash");
+	free(buf);
 	is_string(head, c.ac_head, "audit_head() is the last record's hash");
 
 	/* reopen refuses a file whose chain does not end where ours does. */
@@ -377,8 +385,9 @@ test_reopen_fd(void)
 	ok(audit_verify_file(p1, &c, &res, &bad, why, sizeof(why)) == 0 &&
 	    res.afr_last_seq == 2 &&
 	    audit_verify_file(p, &c, &res, &bad, why, sizeof(why)) == 0 &&
-	    res.afr_first_seq == 3 && res.afr_records == 1,
-	    "the chain goes on across both files (seq 3 in the new one)");
+	    res.afr_first_seq == 3 && res.afr_records == 2,
+	    "the chain goes on across both files (seq 3, a rotate record, in the "
+	    "new one)");
 
 	/* O_NOFOLLOW: a symlink at the path is refused, not followed. */
 	unlink(p);

@@ -128,6 +128,24 @@ static const struct bad_case bad_cases[] = {
 	    "1:12: $.audit.key_file: must be null or a string (a path)" },
 	{ "{\"audit\": {\"key_file\": \"key\"}}",
 	    "1:12: $.audit.key_file: must be an absolute path" },
+	{ "{\"audit\": {\"sign_key\": true}}",
+	    "1:12: $.audit.sign_key: must be null or a string (a path)" },
+	{ "{\"audit\": {\"sign_key\": \"sign.key\"}}",
+	    "1:12: $.audit.sign_key: must be an absolute path" },
+	{ "{\"audit\": {\"sign_every\": 0}}",
+	    "1:12: $.audit.sign_every: must be an integer 1..1000000" },
+	{ "{\"audit\": {\"sign_every\": 1000001}}",
+	    "1:12: $.audit.sign_every: must be an integer 1..1000000" },
+	{ "{\"audit\": {\"sign_every\": \"5\"}}",
+	    "1:12: $.audit.sign_every: must be an integer 1..1000000" },
+	{ "{\"audit\": {\"max_bytes\": 4095}}",
+	    "1:12: $.audit.max_bytes: must be an integer 0 or 4096..1099511627776" },
+	{ "{\"audit\": {\"max_bytes\": -1}}",
+	    "1:12: $.audit.max_bytes: must be an integer 0 or 4096..1099511627776" },
+	{ "{\"audit\": {\"keep\": 0}}",
+	    "1:12: $.audit.keep: must be an integer 1..100" },
+	{ "{\"audit\": {\"keep\": 101}}",
+	    "1:12: $.audit.keep: must be an integer 1..100" },
 	{ "{\"audit\": {\"path\": \"audit.jsonl\"}}",
 	    "1:12: $.audit.path: must be an absolute path" },
 	{ "{\"audit\": {\"path\": \"/x\", \"paht\": \"/y\"}}",
@@ -240,7 +258,8 @@ static const char *full_text =
 "  \"mapped_pool\": \"100.80.0.0/12\",\n"
 "  \"upstream_ca_file\": \"/srv/ca.pem\",\n"
 "  \"audit\": { \"path\": \"/srv/audit.jsonl\", \"fsync\": \"always\", "
-"\"log_query\": true, \"key_file\": \"/srv/audit.key\" },\n"
+"\"log_query\": true, \"key_file\": \"/srv/audit.key\", \"sign_key\": "
+"\"/srv/sign.key\", \"sign_every\": 5, \"max_bytes\": 4096, \"keep\": 100 },\n"
 "  \"libvirt_uri\": \"qemu+ssh://host/system\",\n"
 "  \"user\": \"_airlock\"\n"
 "}\n";
@@ -270,6 +289,10 @@ test_defaults(void)
 	is_int(AUDIT_FSYNC_DENY, c.audit_fsync, "default fsync");
 	is_int(0, c.audit_log_query, "default log_query");
 	is_string("", c.audit_key_file, "default audit.key_file (null)");
+	is_string("", c.audit_sign_key, "default audit.sign_key (null)");
+	is_int(1000, c.audit_sign_every, "default audit.sign_every");
+	is_int(0, c.audit_max_bytes, "default audit.max_bytes (off)");
+	is_int(5, c.audit_keep, "default audit.keep");
 	is_string("qemu:///system", c.libvirt_uri, "default libvirt_uri");
 	is_string("airlock", c.user, "default user");
 	ok(c.pool_idle_ms == 30000 && c.pool_per_host == 4 &&
@@ -301,6 +324,10 @@ test_full(void)
 	is_int(AUDIT_FSYNC_ALWAYS, c.audit_fsync, "audit.fsync");
 	is_int(1, c.audit_log_query, "audit.log_query");
 	is_string("/srv/audit.key", c.audit_key_file, "audit.key_file");
+	is_string("/srv/sign.key", c.audit_sign_key, "audit.sign_key");
+	is_int(5, c.audit_sign_every, "audit.sign_every");
+	is_int(4096, c.audit_max_bytes, "audit.max_bytes (the least)");
+	is_int(100, c.audit_keep, "audit.keep (the most)");
 	is_string("qemu+ssh://host/system", c.libvirt_uri, "libvirt_uri");
 	is_string("_airlock", c.user, "user");
 

@@ -5,7 +5,8 @@
  * is one; every field of real lines -- a record with every standard field set, and
  * the writer's own aggregation fields (a denial with "suppressed", a flush record) --
  * is in its "Fields" table; the example lines verify as a chain, hold every record
- * type and only documented fields.  The fields each part of airlockd adds are checked
+ * type and only documented fields, and their checkpoints verify with the public
+ * key the example gives (and not with another).  The fields each part of airlockd adds are checked
  * by tests/integration/docs_audit.t (they are literals in proxy/).
  */
 #include <stdio.h>
@@ -30,6 +31,7 @@ static struct names	 doc_fields;	/* "## Fields" */
 static struct names	 doc_type_fields; /* the tables of "## Fields of each record type" */
 static char		*example[LINES_MAX];	/* the ```jsonl block of "## Example" */
 static size_t		 nexample;
+static char		 example_pem[1024];	/* its ```pem block: the public key */
 
 static int
 names_has(const struct names *n, const char *s)
@@ -71,7 +73,7 @@ doc_load(const char *path)
 	enum { S_OTHER, S_TYPES, S_FIELDS, S_TYPE_FIELDS, S_EXAMPLE } sec = S_OTHER;
 	char line[16384];
 	FILE *f;
-	int in_block = 0;
+	int in_block = 0, in_pem = 0;
 
 	if ((f = fopen(path, "r")) == NULL)
 		return -1;
@@ -95,7 +97,14 @@ doc_load(const char *path)
 			row_name(line, &doc_type_fields);
 			break;
 		case S_EXAMPLE:
-			if (!in_block && strcmp(line, "```jsonl\n") == 0)
+			if (!in_block && !in_pem && strcmp(line, "```pem\n") == 0)
+				in_pem = 1;
+			else if (in_pem && strcmp(line, "```\n") == 0)
+				in_pem = 0;
+			else if (in_pem && strlen(example_pem) + strlen(line) <
+			    sizeof(example_pem))
+				strcat(example_pem, line);
+			else if (!in_block && strcmp(line, "```jsonl\n") == 0)
 				in_block = 1;
 			else if (in_block && strcmp(line, "```\n") == 0)
 				in_block = 0;
@@ -176,12 +185,30 @@ write_records(const char *path)
 	audit_close(log);
 }
 
+/* The example's lines through a chain with pub: how many it took (why: the next). */
+static size_t
+example_signed(struct audit_chain *c, const struct audit_pubkey *pub, char *why,
+    size_t whylen)
+{
+	size_t i;
+
+	audit_chain_init(c, NULL, 0);
+	c->ac_pubkey = pub;
+	for (i = 0; i < nexample; i++)
+		if (audit_chain_add(c, example[i], strlen(example[i]), why,
+		    whylen) == -1)
+			break;
+	return i;
+}
+
 int
 main(void)
 {
 	const char *top = getenv("AIRLOCK_SRCDIR");
 	struct names written = { { NULL }, 0 }, seen = { { NULL }, 0 };
 	struct audit_chain chain;
+	struct audit_pubkey *pub;
+	char keyid[AUDIT_KEYID_HEX + 1];
 	enum audit_event ev;
 	char path[1024], why[256];
 	const char *name, *k;
@@ -242,6 +269,26 @@ main(void)
 	for (i = 0; i < ntypes; i++)
 		ok(names_has(&seen, audit_event_str((enum audit_event)i)),
 		    "the example has a %s record", audit_event_str((enum audit_event)i));
+
+	/* Its checkpoints, with the key it gives; and not with another. */
+	if ((pub = audit_pubkey_from_pem(example_pem, strlen(example_pem), why,
+	    sizeof(why))) == NULL)
+		bail("the example's public key: %s", why);
+	i = example_signed(&chain, pub, why, sizeof(why));
+	if (!ok(i == nexample && chain.ac_signed == 2 && chain.ac_last_is_cp,
+	    "the example's two checkpoints verify with its public key"))
+		diag("line %zu: %s", i + 1, why);
+	audit_pubkey_free(pub);
+	if (audit_sign_keygen(tpath(path, sizeof(path), "other.key"), keyid, why,
+	    sizeof(why)) == -1)
+		bail("%s", why);
+	strcat(path, ".pub");
+	if ((pub = audit_pubkey_load(path, why, sizeof(why))) == NULL)
+		bail("%s", why);
+	i = example_signed(&chain, pub, why, sizeof(why));
+	ok(i < nexample && strstr(why, "another key") != NULL,
+	    "control: not with another key (%s)", why);
+	audit_pubkey_free(pub);
 
 	names_free(&doc_types);
 	names_free(&doc_fields);

@@ -15,7 +15,10 @@
  * malformed messages of each kind end their channel and keyd answers on another; a
  * descriptor on a worker channel, MINT on the reader channel and on the control
  * channel end those channels, not keyd; keyd ends when airlockd's control channel
- * closes.
+ * closes.  The audit signing key: before it is given nothing is signed; given
+ * once (a second SIGN_KEY refused); the head it began at signed once, a later one
+ * linked to it, anything not after the last refused, each signature good under
+ * the public key.
  */
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -37,6 +40,7 @@
 #include "../../proxy/proxy_keys.h"
 #include "../../proxy/proxy_proc.h"
 #include "../tap.h"
+#include "audit.h"
 #include "ca.h"
 
 #define POL_A	"{\"policy\":\"pa\",\"rules\":[" \
@@ -262,6 +266,61 @@ put32(uint8_t *p, uint32_t v)
 	p[1] = (uint8_t)(v >> 16);
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
+}
+
+/* SIGN_KEY through the loading end, SIGN_CHECKPOINT through the worker end. */
+static void
+test_sign(void)
+{
+	static const char h3[] =
+	    "3333333333333333333333333333333333333333333333333333333333333333";
+	static const char h7[] =
+	    "7777777777777777777777777777777777777777777777777777777777777777";
+	char path[600], id[AUDIT_KEYID_HEX + 1], ts[32], canon[AUDIT_CANON_MAX];
+	struct audit_signature sig, sig2;
+	struct audit_pubkey *pk;
+	unsigned char *der;
+	size_t derlen, n;
+	const long long t = 1796040000123LL;
+
+	snprintf(path, sizeof(path), "%s/sign.key", dir);
+	if (audit_sign_keygen(path, id, err, sizeof(err)) == -1 ||
+	    audit_sign_key_load(path, &der, &derlen, id, err, sizeof(err)) == -1)
+		bail("sign key: %s", err);
+	strcat(path, ".pub");
+	if ((pk = audit_pubkey_load(path, err, sizeof(err))) == NULL)
+		bail("pubkey: %s", err);
+	ok(proxy_keyd_sign(3, h3, t, &sig, err, sizeof(err)) == -1 &&
+	    strstr(err, "no signing key") != NULL,
+	    "before SIGN_KEY: nothing is signed (%s)", err);
+	ok(proxy_keyd_sign_key(der, derlen, 3, h3, err, sizeof(err)) == 0,
+	    "SIGN_KEY, the chain at seq 3: OK (%s)", err);
+	ok(proxy_keyd_sign_key(der, derlen, 0, AUDIT_ZERO_HASH, err,
+	    sizeof(err)) == -1 && strstr(err, "given once") != NULL,
+	    "a second SIGN_KEY is refused (%s)", err);
+	ok(proxy_keyd_sign(3, h7, t, &sig, err, sizeof(err)) == -1 &&
+	    strstr(err, "not after") != NULL,
+	    "seq 3 with another head than the start's: refused (%s)", err);
+	ok(proxy_keyd_sign(3, h3, t, &sig, err, sizeof(err)) == 0 &&
+	    sig.as_link_seq == 3 && strcmp(sig.as_link_head, h3) == 0 &&
+	    strcmp(sig.as_key, id) == 0,
+	    "the head it began at: signed, linked to itself, with the key's id");
+	audit_time_format(t, ts, sizeof(ts));
+	n = audit_checkpoint_canon(canon, sizeof(canon), sig.as_key, 3, h3, ts, 3,
+	    h3);
+	ok(n > 0 && audit_pubkey_verify(pk, canon, n, sig.as_sig),
+	    "... and the signature verifies under the public key");
+	ok(proxy_keyd_sign(3, h3, t, &sig2, err, sizeof(err)) == -1 &&
+	    proxy_keyd_sign(2, h3, t, &sig2, err, sizeof(err)) == -1,
+	    "that head again, or an earlier one: refused (%s)", err);
+	ok(proxy_keyd_sign(7, h7, t + 1, &sig2, err, sizeof(err)) == 0 &&
+	    sig2.as_link_seq == 3 && strcmp(sig2.as_link_head, h3) == 0,
+	    "a later head: signed, linked to the one before");
+	ok(proxy_keyd_sign(0, h7, t, &sig2, err, sizeof(err)) == -1 &&
+	    strstr(err, "bad request") != NULL && alive(),
+	    "seq 0: refused, keyd goes on (%s)", err);
+	OPENSSL_clear_free(der, derlen);
+	audit_pubkey_free(pk);
 }
 
 static void
@@ -634,6 +693,7 @@ main(void)
 	    "LOAD_END counting entries that never came: refused, set kept");
 	keymsg_buf_free(&b);
 
+	test_sign();
 	test_malformed();
 	test_fd_on_worker();
 	ok(raw_add(ctl, -1, "no-fd") == -1 && raw_closed(ctl),
