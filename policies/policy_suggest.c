@@ -418,8 +418,8 @@ sg_wildcards(struct policy_suggest *s, unsigned siblings)
 		}
 		if (strlen(reg) + 2 > HOSTNAME_MAX)
 			continue;
-		snprintf(pat, sizeof(pat), "*.%s", reg);
-		if (hostname_pattern_normalize(pat, strlen(pat), pat) != HOSTNAME_OK)
+		if (snprintf(pat, sizeof(pat), "*.%s", reg) >= (int)sizeof(pat) ||
+		    hostname_pattern_normalize(pat, strlen(pat), pat) != HOSTNAME_OK)
 			continue;	/* over a public suffix: never */
 		if ((w = sg_dest_get(s, pat, NULL, d->sd_proto)) == NULL)
 			return -1;
@@ -539,7 +539,8 @@ sg_rule_id(const struct sg_dest *d, unsigned dup, char *id, size_t idlen)
 	max = idlen - 1 < 64 ? idlen - 1 : 64;
 	if (strlen(label) + strlen(tail) > max)
 		label[max - strlen(tail)] = '\0';
-	snprintf(id, idlen, "%s%s", label, tail);
+	if (snprintf(id, idlen, "%s%s", label, tail) < 0)
+		id[0] = '\0';	/* cut to fit above: never */
 }
 
 static int
