@@ -525,3 +525,21 @@ audit_verify(const char *path, long long *bad_line, char *why, size_t whylen)
 	audit_chain_init(&c, NULL, 0);
 	return audit_verify_file(path, &c, &res, bad_line, why, whylen);
 }
+
+int
+audit_verify_files(char *const *paths, int n, const unsigned char *key,
+    size_t keylen, int *bad_file, long long *bad_line, char *why, size_t whylen)
+{
+	struct audit_file_result res;
+	struct audit_chain c;
+	int i;
+
+	audit_chain_init(&c, keylen > 0 ? key : NULL, keylen);
+	for (i = 0; i < n; i++)
+		if (audit_verify_file(paths[i], &c, &res, bad_line, why,
+		    whylen) == -1) {
+			*bad_file = i;
+			return -1;
+		}
+	return 0;
+}

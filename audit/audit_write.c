@@ -1370,7 +1370,6 @@ int
 audit_write_nowait(struct audit_log *log, const struct audit_record *r,
     long long *seq)
 {
-	struct timespec now;
 	long long ts_ms, wrote = 0;
 	int saved, rv = -1;
 
@@ -1385,11 +1384,8 @@ audit_write_nowait(struct audit_log *log, const struct audit_record *r,
 		goto out;
 	}
 	/* Taken under the lock so that ts never goes back as seq goes up. */
-	if ((ts_ms = r->ar_ts_ms) <= 0) {
-		if (clock_gettime(CLOCK_REALTIME, &now) == -1)
-			goto out;
-		ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-	}
+	if ((ts_ms = r->ar_ts_ms) <= 0 && (ts_ms = log_now_ms()) == 0)
+		goto out;
 	if (record_is_aggregated(r)) {
 		log_append_agg(log, r, ts_ms, &wrote);
 		rv = 0;
@@ -1494,13 +1490,11 @@ audit_flush(struct audit_log *log, int all)
 		{ .ak_key = "aggregate", .ak_str = "flush" },
 	};
 	struct audit_agg_slot *s;
-	struct timespec now;
 	long long ts_ms, sec, seq = 0;
 	size_t i = 0;
 	int rv = 0;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	ts_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	ts_ms = log_now_ms();
 	sec = ts_ms / 1000 + 1;		/* as log_append_agg() counts */
 	pthread_mutex_lock(&log->lg_mtx);
 	while ((s = audit_agg_next(log->lg_agg, &i)) != NULL) {

@@ -216,8 +216,6 @@ static int
 suggest_verify(const struct suggest_args *sa)
 {
 	unsigned char key[AUDIT_KEY_MAX];
-	struct audit_file_result res;
-	struct audit_chain c;
 	char why[512];
 	long long bad;
 	size_t keylen = 0;
@@ -228,22 +226,17 @@ suggest_verify(const struct suggest_args *sa)
 		fprintf(stderr, "airlock: %s\n", why);
 		return 2;
 	}
-	audit_chain_init(&c, keylen > 0 ? key : NULL, keylen);
-	for (i = 0; i < sa->sa_nfiles && rv == 0; i++) {
-		if (audit_verify_file(sa->sa_files[i], &c, &res, &bad, why,
-		    sizeof(why)) == 0)
-			continue;
-		if (bad == 0) {
+	if (audit_verify_files(sa->sa_files, sa->sa_nfiles, key, keylen, &i, &bad,
+	    why, sizeof(why)) == -1) {
+		if (bad == 0)
 			fprintf(stderr, "airlock: policy suggest: %s: %s\n",
 			    sa->sa_files[i], why);
-			rv = 2;
-		} else {
+		else
 			fprintf(stderr, "airlock: policy suggest: %s:%lld: %s: the "
 			    "chain does not vouch for the log, no policy suggested "
 			    "(see airlock audit verify)\n", sa->sa_files[i], bad,
 			    why);
-			rv = 1;
-		}
+		rv = bad == 0 ? 2 : 1;
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	return rv;

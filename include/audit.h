@@ -363,6 +363,14 @@ int	audit_event_parse(const char *s, enum audit_event *ev);
  * the file could not be read) and why (a message in why[whylen]) name the first bad line.
  */
 int	audit_verify(const char *path, long long *bad_line, char *why, size_t whylen);
+/*
+ * The chain of several files, oldest first, one chain (HMAC with key when keylen >
+ * 0).  Returns 0 when every line is good; otherwise -1 with *bad_file (an index of
+ * paths), *bad_line (0: that file could not be read) and why for the first bad one.
+ */
+int	audit_verify_files(char *const *paths, int n, const unsigned char *key,
+	    size_t keylen, int *bad_file, long long *bad_line, char *why,
+	    size_t whylen);
 
 /*
  * The verifier, one line at a time, carrying the chain across files (rotation order,

@@ -350,7 +350,10 @@ rechain(const char *p)
 			bail("hash");
 		memcpy(f + 9, hex, AUDIT_HASH_HEX);
 		memcpy(prev, hex, sizeof(prev));
-		o += sprintf(o, "%s\n", line);
+		blen = strlen(line);
+		memcpy(o, line, blen);
+		o[blen] = '\n';
+		o += blen + 1;
 	}
 	spit(p, out, (size_t)(o - out));
 	free(out);
@@ -363,7 +366,7 @@ copy_edit(const char *p, const char *q, int lineno, const char *from,
     const char *to)
 {
 	char *buf, *l, *at, *out;
-	size_t len, i;
+	size_t len, i, head, tail;
 	int k = 1;
 
 	buf = slurp(p, &len);
@@ -375,10 +378,12 @@ copy_edit(const char *p, const char *q, int lineno, const char *from,
 	if ((at = strstr(l, from)) == NULL ||
 	    (out = malloc(len + strlen(to) + 1)) == NULL)
 		bail("edit: %s not in line %d", from, lineno);
-	memcpy(out, buf, (size_t)(at - buf));
-	strcpy(out + (at - buf), to);
-	strcat(out, at + strlen(from));
-	spit(q, out, strlen(out));
+	head = (size_t)(at - buf);
+	tail = len - head - strlen(from);
+	memcpy(out, buf, head);
+	memcpy(out + head, to, strlen(to));
+	memcpy(out + head + strlen(to), at + strlen(from), tail);
+	spit(q, out, head + strlen(to) + tail);
 	free(out);
 	free(buf);
 }
