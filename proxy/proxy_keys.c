@@ -6,7 +6,7 @@
  *	"AKM3"
  *	vault status (0 loaded, 1 absent, 2 error), blob error text
  *	nsecrets, per secret: blob name, blob placeholder, nhosts, blob host...,
- *	    blob value
+ *	    blob value (empty: withheld, see below)
  *	host CA present (0/1) [, blob certificate DER]
  *	ncas, per sandbox: blob name, blob policy hash, status (0 ok), blob error,
  *	    [blob certificate DER when ok]
@@ -26,6 +26,16 @@
  * binding never rotates the CA the VM trusts.  The keys process follows the same
  * rule: the reader has it keep a sandbox's entry for the policy kept
  * (proxy_keyd_client.c), so the kept policy still gets leaves.
+ *
+ * Values are sent only for the secrets a recorded policy binds: one that a rule of
+ * a policy that loads (and passes the binding check) injects, or the credential of
+ * the upstream proxy such a policy goes through.  Every other secret is in the
+ * image with its name, placeholder and hosts (a placeholder is no secret, and the
+ * VM sending one is still exfiltration) and an empty value: withheld.  A withheld
+ * value is never injected (proxy_secret_allows_host() says no) nor redacted (it was
+ * never sent anywhere by this process).  While a recorded policy does not load or
+ * fails the check, the policy in force for that sandbox is its previous one, whose
+ * secrets the reader cannot know: then every value is sent, as before.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -105,8 +115,22 @@ pk_inspect_names(const struct policy *p, const char **v)
 	return n;
 }
 
+/* Is name one of keep[0..nkeep-1]? */
+static int
+pk_kept(const char *name, char *const *keep, size_t nkeep)
+{
+	size_t i;
+
+	for (i = 0; i < nkeep; i++)
+		if (strcmp(keep[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The vault section: every secret, the values of all or of those in keep. */
 static void
-pk_build_vault(const char *state_dir, struct keymsg_buf *b)
+pk_build_vault(const char *state_dir, struct keymsg_buf *b, int all,
+    char *const *keep, size_t nkeep)
 {
 	struct vault *v = NULL;
 	struct vault_info vi;
@@ -154,7 +178,10 @@ pk_build_vault(const char *state_dir, struct keymsg_buf *b)
 		pk_u32(b, (uint32_t)vi.vi_nhosts);
 		for (j = 0; j < vi.vi_nhosts; j++)
 			pk_str(b, vi.vi_hosts[j]);
-		pk_blob(b, s.p, s.n);
+		if (all || pk_kept(vi.vi_name, keep, nkeep))
+			pk_blob(b, s.p, s.n);
+		else
+			pk_blob(b, NULL, 0);	/* withheld */
 		secret_free(&s);
 	}
 	vault_close(v);
@@ -197,13 +224,69 @@ pk_kb_ca_clear(struct proxy_kb_ca *c)
 }
 
 /*
+ * The secrets whose values the image carries: those the recorded policies bind,
+ * or all of them (pk_all) once one record's policy is refused.
+ */
+struct pk_keep {
+	char		**pk_names;
+	size_t		  pk_n;
+	int		  pk_all;
+	int		  pk_failed;	/* out of memory: all too */
+};
+
+static void
+pk_keep_add(struct pk_keep *kp, const char *name)
+{
+	char **v;
+
+	if (kp->pk_failed || pk_kept(name, kp->pk_names, kp->pk_n))
+		return;
+	if ((v = reallocarray(kp->pk_names, kp->pk_n + 1, sizeof(*v))) == NULL) {
+		kp->pk_failed = 1;
+		return;
+	}
+	kp->pk_names = v;
+	if ((v[kp->pk_n] = strdup(name)) == NULL) {
+		kp->pk_failed = 1;
+		return;
+	}
+	kp->pk_n++;
+}
+
+static void
+pk_keep_free(struct pk_keep *kp)
+{
+	size_t i;
+
+	for (i = 0; i < kp->pk_n; i++)
+		free(kp->pk_names[i]);
+	free(kp->pk_names);
+	memset(kp, 0, sizeof(*kp));
+}
+
+/* What policy p binds (it loads and passes the check): into kp. */
+static void
+pk_keep_policy(struct pk_keep *kp, const struct policy *p)
+{
+	const struct upstream_proxy *up = proxy_upstream_route(p);
+	size_t i, j;
+
+	for (i = 0; i < p->p_nrules; i++)
+		for (j = 0; j < p->p_rules[i].pr_ninject; j++)
+			pk_keep_add(kp, p->p_rules[i].pr_inject[j].pi_secret);
+	if (up != NULL && up->up_auth[0] != '\0')
+		pk_keep_add(kp, up->up_auth);
+}
+
+/*
  * One record: what becomes of its policy (enum proxy_kb_state), and for a policy
- * that inspects, its CA synced to the names (as root: this may write a new CA).
- * -1 only when out of memory.
+ * that inspects, its CA synced to the names (as root: this may write a new CA);
+ * the secrets it binds into kp (all of them, for a policy refused).  -1 only when
+ * out of memory.
  */
 static int
 pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
-    const struct proxy_keys *kv, struct proxy_kb_ca *c)
+    const struct proxy_keys *kv, struct proxy_kb_ca *c, struct pk_keep *kp)
 {
 	struct policy *p = NULL;
 	struct ca *ca = NULL;
@@ -216,15 +299,23 @@ pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
 	c->kc_state = PK_REFUSED;
 	if ((c->kc_sandbox = strdup(s->ks_sandbox)) == NULL)
 		return -1;
+	/*
+	 * Refused: the unprivileged side keeps the previous one, whose secrets are
+	 * not known here, so every value goes into the image.
+	 */
 	if (s->ks_policy == NULL ||
-	    (p = policy_load_buf(s->ks_policy, s->ks_len, "policy", NULL)) == NULL)
-		return 0;	/* the unprivileged side keeps the previous one */
+	    (p = policy_load_buf(s->ks_policy, s->ks_len, "policy", NULL)) == NULL) {
+		kp->pk_all = 1;
+		return 0;
+	}
 	snprintf(c->kc_hash, sizeof(c->kc_hash), "%s", p->p_hash);
 	/* The unprivileged side refuses it for this: leave its CA as it is. */
 	if (proxy_keys_check_policy(kv, p, err, sizeof(err)) == -1) {
+		kp->pk_all = 1;
 		rv = 0;
 		goto out;
 	}
+	pk_keep_policy(kp, p);
 	if ((names = calloc(p->p_nrules + 1, sizeof(*names))) == NULL)
 		goto out;
 	if ((n = pk_inspect_names(p, names)) == 0) {
@@ -292,9 +383,12 @@ proxy_keys_collect(const char *state_dir, const struct proxy_keys_src *src,
 {
 	struct proxy_keys_build *kb;
 	struct proxy_keys *kv = NULL;
+	struct keymsg_buf full = { 0 };
+	struct pk_keep keep = { 0 };
 	uint32_t none = 0;
 	char err[256];
 	size_t i;
+	int all;
 
 	if ((kb = calloc(1, sizeof(*kb))) == NULL)
 		return NULL;
@@ -302,26 +396,32 @@ proxy_keys_collect(const char *state_dir, const struct proxy_keys_src *src,
 		n = PK_CAS_MAX;
 	if (n > 0 && (kb->kb_cas = calloc(n, sizeof(*kb->kb_cas))) == NULL)
 		goto fail;
-	keymsg_buf_put(&kb->kb_head, PK_MAGIC, 4);
-	pk_build_vault(state_dir, &kb->kb_head);
-	pk_build_hostca(state_dir, &kb->kb_head);
-	/* The vault as the unprivileged side will see it, for the binding check. */
-	keymsg_buf_put(&kb->kb_head, &none, sizeof(none));
-	if (!kb->kb_head.kb_failed) {
-		kv = proxy_keys_parse(kb->kb_head.kb_p, kb->kb_head.kb_len, err,
-		    sizeof(err));
-		kb->kb_head.kb_len -= sizeof(none);
-	}
+	/* The whole vault as the unprivileged side would see it, for the check. */
+	keymsg_buf_put(&full, PK_MAGIC, 4);
+	pk_build_vault(state_dir, &full, 1, NULL, 0);
+	pk_build_hostca(state_dir, &full);
+	keymsg_buf_put(&full, &none, sizeof(none));
+	if (!full.kb_failed)
+		kv = proxy_keys_parse(full.kb_p, full.kb_len, err, sizeof(err));
+	keymsg_buf_free(&full);
 	for (i = 0; i < n; i++) {
 		kb->kb_ncas++;
-		if (pk_build_ca(state_dir, &src[i], kv, &kb->kb_cas[i]) == -1)
+		if (pk_build_ca(state_dir, &src[i], kv, &kb->kb_cas[i], &keep) == -1)
 			goto fail;
 	}
 	proxy_keys_put(kv);
+	kv = NULL;
+	/* The image's own: the values of the secrets bound (all: keep.pk_all). */
+	all = keep.pk_all || keep.pk_failed;
+	keymsg_buf_put(&kb->kb_head, PK_MAGIC, 4);
+	pk_build_vault(state_dir, &kb->kb_head, all, keep.pk_names, keep.pk_n);
+	pk_build_hostca(state_dir, &kb->kb_head);
+	pk_keep_free(&keep);
 	if (kb->kb_head.kb_failed)
 		goto fail;
 	return kb;
  fail:
+	pk_keep_free(&keep);
 	proxy_keys_put(kv);
 	proxy_keys_build_free(kb);
 	return NULL;
@@ -541,9 +641,10 @@ pk_parse_secret(struct pk_rd *r, struct proxy_secret *s)
 			return -1;
 		s->ps_nhosts++;
 	}
-	if ((p = pk_get_blob(r, &n)) == NULL || n == 0 ||
-	    strlen(s->ps_placeholder) == 0)
+	if ((p = pk_get_blob(r, &n)) == NULL || strlen(s->ps_placeholder) == 0)
 		return -1;
+	if (n == 0)
+		return 0;	/* withheld: no policy here binds it */
 	if ((s->ps_value = malloc(n)) == NULL)
 		return -1;
 	memcpy(s->ps_value, p, n);
@@ -809,6 +910,8 @@ pk_retire(struct proxy_keys *k)
 		if (o == k)
 			continue;
 		for (i = 0; i < o->pk_nsecrets && rc == 0; i++) {
+			if (o->pk_secrets[i].ps_value == NULL)
+				continue;	/* withheld: never sent */
 			if (pk_has_value(k->pk_secrets, k->pk_nsecrets,
 			    &o->pk_secrets[i]) || pk_has_value(k->pk_retired,
 			    k->pk_nretired, &o->pk_secrets[i]))
@@ -897,8 +1000,9 @@ proxy_keys_secret(const struct proxy_keys *k, const char *name)
 	return NULL;
 }
 
-int
-proxy_secret_allows_host(const struct proxy_secret *s, const char *host)
+/* Does the vault bind s to host (whether or not its value is held here)? */
+static int
+pk_binds_host(const struct proxy_secret *s, const char *host)
 {
 	size_t i;
 
@@ -906,6 +1010,13 @@ proxy_secret_allows_host(const struct proxy_secret *s, const char *host)
 		if (hostname_match(s->ps_hosts[i], host))
 			return 1;
 	return 0;
+}
+
+int
+proxy_secret_allows_host(const struct proxy_secret *s, const char *host)
+{
+	/* A withheld value is never injected. */
+	return s->ps_value != NULL && pk_binds_host(s, host);
 }
 
 struct proxy_sbca *
@@ -957,10 +1068,17 @@ pk_check_upstream(const struct proxy_keys *k, const struct policy *p, char *err,
 		    up->up_auth);
 		return -1;
 	}
-	if (up->up_is_addr || !proxy_secret_allows_host(s, up->up_host)) {
+	if (up->up_is_addr || !pk_binds_host(s, up->up_host)) {
 		snprintf(err, errlen, "the upstream proxy %s:%u takes secret '%s', "
 		    "which the vault does not bind to %s", up->up_host, up->up_port,
 		    up->up_auth, up->up_host);
+		return -1;
+	}
+	if (s->ps_value == NULL) {
+		snprintf(err, errlen, "the upstream proxy %s:%u takes secret '%s', "
+		    "whose value was not loaded with this policy (the file changed "
+		    "during the reload? reload again)", up->up_host, up->up_port,
+		    up->up_auth);
 		return -1;
 	}
 	return 0;
@@ -994,13 +1112,6 @@ proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 				    "which is not in the vault", r->pr_id, name);
 				return -1;
 			}
-			if (s->ps_vlen < SCAN_NEEDLE_MIN) {
-				snprintf(err, errlen, "rule %s injects secret '%s', "
-				    "whose value is too short (under %d bytes) to be "
-				    "redacted from responses", r->pr_id, name,
-				    SCAN_NEEDLE_MIN);
-				return -1;
-			}
 			for (h = 0; h < s->ps_nhosts; h++)
 				if (pk_covers(s->ps_hosts[h], r->pr_host))
 					break;
@@ -1009,6 +1120,20 @@ proxy_keys_check_policy(const struct proxy_keys *k, const struct policy *p,
 				    "to %s, a host the vault does not bind it to",
 				    r->pr_id, name, r->pr_is_cidr ? "an address" :
 				    r->pr_host);
+				return -1;
+			}
+			if (s->ps_value == NULL) {
+				snprintf(err, errlen, "rule %s injects secret '%s', "
+				    "whose value was not loaded with this policy (the "
+				    "file changed during the reload? reload again)",
+				    r->pr_id, name);
+				return -1;
+			}
+			if (s->ps_vlen < SCAN_NEEDLE_MIN) {
+				snprintf(err, errlen, "rule %s injects secret '%s', "
+				    "whose value is too short (under %d bytes) to be "
+				    "redacted from responses", r->pr_id, name,
+				    SCAN_NEEDLE_MIN);
 				return -1;
 			}
 		}

@@ -29,8 +29,10 @@
  *
  * Secret values are decrypted once per load and kept on the heap (wiped with
  * OPENSSL_clear_free on release, as is every buffer of the image): the redaction of
- * responses must know every value at all times, and decrypting per request would
- * keep the vault key in memory instead, which is no better.  The process is not
+ * responses must know every value injected at all times, and decrypting per request
+ * would keep the vault key in memory instead, which is no better.  Only the values
+ * the recorded policies bind are sent; the others are withheld (struct
+ * proxy_secret).  The process is not
  * dumpable and has no core limit (vault_process_harden()).
  */
 #ifndef AIRLOCK_PROXY_KEYS_H
@@ -47,13 +49,17 @@
 
 struct scan_set;
 
-/* One secret as the proxy holds it. */
+/*
+ * One secret as the proxy holds it.  Its value only if a recorded policy binds it
+ * (injects it, or its upstream proxy takes it): else ps_value is NULL, withheld by
+ * the reader, and the secret is known by its placeholder alone (proxy_keys.c).
+ */
 struct proxy_secret {
 	char		*ps_name;
 	char		*ps_placeholder;
 	char		**ps_hosts;		/* vault patterns: exact or "*.suffix" */
 	size_t		 ps_nhosts;
-	uint8_t		*ps_value;
+	uint8_t		*ps_value;		/* NULL: withheld */
 	size_t		 ps_vlen;
 };
 
@@ -170,7 +176,10 @@ struct proxy_keys *proxy_keys_get(void);
 /* The secret called name, or NULL. */
 const struct proxy_secret *proxy_keys_secret(const struct proxy_keys *k,
 	    const char *name);
-/* 1 if the vault binds secret s to the normalised host name. */
+/*
+ * 1 if the vault binds secret s to the normalised host name and its value is held
+ * here (not withheld): the one test before a value is used.
+ */
 int	proxy_secret_allows_host(const struct proxy_secret *s, const char *host);
 /* The CA entry of sandbox, or NULL if its policy inspects nothing. */
 struct proxy_sbca *proxy_keys_ca(const struct proxy_keys *k, const char *sandbox);

@@ -71,8 +71,34 @@ fz_world_init(struct proxy_sandbox *sb, const char *policy, const struct fz_secr
 	if (vault_commit(v, err, sizeof(err)) != VAULT_OK)
 		fz_bail("vault commit", err);
 	vault_close(v);
-	if (proxy_keys_build(dir, NULL, 0, &img, &len) == -1)
-		fz_bail("keys", "build");
+	/*
+	 * The reader sends only the values recorded policies bind: a second sandbox's
+	 * policy binds every secret, so each is loaded (and redacted) as in a worker
+	 * whose other sandboxes inject the rest.
+	 */
+	{
+		char all[4096];
+		size_t o;
+		struct proxy_keys_src src[2] = {
+			{ "fz", policy, strlen(policy) },
+			{ "fzall", all, 0 },
+		};
+
+		o = (size_t)snprintf(all, sizeof(all), "{\"policy\":\"fzall\","
+		    "\"rules\":[");
+		for (i = 0; i < n && o < sizeof(all); i++)
+			o += (size_t)snprintf(all + o, sizeof(all) - o, "%s{\"id\":"
+			    "\"r%zu\",\"host\":\"%s\",\"inject\":[{\"secret\":"
+			    "\"%s\",\"header\":\"X-Fz\"}]}", i > 0 ? "," : "", i,
+			    s[i].host, s[i].name);
+		if (o < sizeof(all))
+			o += (size_t)snprintf(all + o, sizeof(all) - o, "]}");
+		if (o >= sizeof(all))
+			fz_bail("keys", "policy too long");
+		src[1].ks_len = o;
+		if (proxy_keys_build(dir, src, 2, &img, &len) == -1)
+			fz_bail("keys", "build");
+	}
 	if ((k = proxy_keys_parse(img, len, err, sizeof(err))) == NULL)
 		fz_bail("keys", err);
 	proxy_keys_image_free(img, len);

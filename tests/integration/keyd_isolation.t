@@ -13,7 +13,10 @@
 # scan of keyd finds both (the scan works); the same for the audit signing key
 # (audit.sign_key, Ed25519: PKCS#8 DER, PEM text, the raw key), which the reader
 # gives keyd: in neither the worker nor the supervisor, in keyd, and the
-# checkpoints it signed verify with the public key; with keyd killed (SIGKILL), the next
+# checkpoints it signed verify with the public key; of the vault's secrets the
+# worker holds only the value a recorded policy injects (sa's canary, found: the
+# scan sees values where they are), never one no policy binds (withheld by the
+# reader), nor the vault's key; with keyd killed (SIGKILL), the next
 # connection that needs a new leaf is refused (inspect_unavailable; the origin sees
 # nothing: never spliced), a leaf already cached still serves, and a reload says
 # the keys process is gone.  Restarting keyd is not done here (a supervisor comes
@@ -43,7 +46,8 @@ origin_start "$I" tls 11.0.0.4 443 late.a.test "$T/late.a.test.pem" \
     "$T/late.a.test.key"
 cat >"$T/pa.json" <<'EOF'
 { "policy": "keyd-a", "rules": [
-    { "id": "api", "host": "api.a.test", "tls": "inspect" },
+    { "id": "api", "host": "api.a.test", "tls": "inspect",
+      "inject": [ { "secret": "acanary", "header": "X-Key" } ] },
     { "id": "late", "host": "late.a.test", "tls": "inspect" } ] }
 EOF
 cat >"$T/pb.json" <<'EOF'
@@ -58,6 +62,12 @@ if ! pn_start "\"upstream_ca_file\": \"$T/ca.pem\""; then
 	exit 0
 fi
 AL() { "$AIRLOCK" --config "$T/airlock.json" "$@"; }
+# Two canaries: one sa's policy injects, one bound to a host no policy injects it to.
+printf '%s' 'kdi-CANARY-bound-7f3a91c2e5' >"$T/canary-bound"
+printf '%s' 'kdi-CANARY-unbound-2b8e4d6f0a' >"$T/canary-unbound"
+AL vault put acanary --host api.a.test <"$T/canary-bound" >/dev/null &&
+    AL vault put ucanary --host api.b.test <"$T/canary-unbound" >/dev/null
+ok $? "vault: acanary (injected by sa's policy), ucanary (bound, injected by none)"
 pn_attach sa 0 "$T/pa.json"
 ok $? "net attach sa (inspects api.a.test, late.a.test)"
 pn_attach sb 1 "$T/pb.json"
@@ -136,6 +146,21 @@ sed 's/^/# keyd: /' "$T/scan-keyd"
 [ "$rc" = 0 ] && grep -q "sa.key .* found$" "$T/scan-keyd" &&
     grep -q "sb.key .* found$" "$T/scan-keyd"
 ok $? "the same scan of keyd finds both keys (the scan sees keys where they are)"
+# The vault: only the value a recorded policy binds, never the vault's key.
+vscan() { "$B/tests/tools/memscan" "$1" -r "$T/canary-bound" "$T/canary-unbound" \
+    "$T/state/vault.key"; }
+vscan "$WPID" >"$T/vscan-airlockd" 2>&1
+rc=$?
+sed 's/^/# airlockd: /' "$T/vscan-airlockd"
+[ "$rc" = 0 ] && grep -q "canary-bound bytes found$" "$T/vscan-airlockd"
+ok $? "the worker holds the value sa's policy injects (the scan finds values)"
+[ "$rc" = 0 ] && grep -q "canary-unbound bytes absent$" "$T/vscan-airlockd"
+ok $? "... but not the value of a secret no recorded policy binds (withheld)"
+[ "$rc" = 0 ] && grep -q "vault.key bytes absent$" "$T/vscan-airlockd"
+ok $? "... nor the vault's key"
+vscan "$DPID" >"$T/vscan-sup" 2>&1
+[ "$(grep -c ' absent$' "$T/vscan-sup")" = 3 ]
+ok $? "the supervisor holds none of the three"
 # The audit signing key: the same, in its three forms.
 sscan() { "$B/tests/tools/memscan" "$1" "$T/sign.key"; }
 sscan "$WPID" >"$T/sscan-airlockd" 2>&1

@@ -3,7 +3,10 @@
  * tests/integration/keyd_isolation.t (run as root: a process that is not dumpable
  * lets only CAP_SYS_PTRACE read its memory).
  *
- *	memscan PID KEYFILE...
+ *	memscan PID KEYFILE... [-r FILE...]
+ *
+ * After -r each FILE is taken as it is, its bytes one needle (form "bytes"): a
+ * secret's value, the vault's key (tests/integration/keyd_isolation.t).
  *
  * Each KEYFILE is a PEM private key: an EC key, as `airlock` writes its CAs, or an
  * Ed25519 key, as `airlock audit keygen` writes the audit signing key.  The forms
@@ -163,6 +166,27 @@ ms_key(const char *path)
 	free(second);
 }
 
+/* A file's bytes as they are: one needle. */
+static void
+ms_bytes(const char *file)
+{
+	unsigned char b[8192];
+	size_t n;
+	FILE *f;
+
+	if ((f = fopen(file, "rb")) == NULL) {
+		fprintf(stderr, "memscan: %s: %s\n", file, strerror(errno));
+		exit(2);
+	}
+	n = fread(b, 1, sizeof(b), f);
+	fclose(f);
+	if (n == 0 || n == sizeof(b)) {
+		fprintf(stderr, "memscan: %s: empty or too long\n", file);
+		exit(2);
+	}
+	ms_add(file, "bytes", b, n);
+}
+
 static void
 ms_search(const unsigned char *p, size_t len)
 {
@@ -187,11 +211,13 @@ main(int argc, char **argv)
 	int fd, a;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: memscan PID KEYFILE...\n");
+		fprintf(stderr, "usage: memscan PID KEYFILE... [-r FILE...]\n");
 		return 2;
 	}
-	for (a = 2; a < argc; a++)
+	for (a = 2; a < argc && strcmp(argv[a], "-r") != 0; a++)
 		ms_key(argv[a]);
+	for (a++; a < argc; a++)
+		ms_bytes(argv[a]);
 	snprintf(path, sizeof(path), "/proc/%s/maps", argv[1]);
 	if ((mf = fopen(path, "re")) == NULL) {
 		fprintf(stderr, "memscan: %s: %s\n", path, strerror(errno));

@@ -14,9 +14,11 @@
 
 #include "../../proxy/proxy_globals.h"
 #include "../../proxy/proxy_keys.h"
+#include "../../proxy/proxy_scan.h"
 #include "../tap.h"
 #include "ca.h"
 #include "policy.h"
+
 #include "vault.h"
 
 #define VALUE	"unit-CANARY-value-0123456789"
@@ -77,9 +79,14 @@ main(void)
 	    "{\"id\":\"a\",\"host\":\"api.example.com\",\"tls\":\"inspect\"},"
 	    "{\"id\":\"b\",\"host\":\"*.files.example.com\",\"tls\":\"inspect\"},"
 	    "{\"id\":\"c\",\"host\":\"splice.example.com\"}]}";
-	struct proxy_keys_src src[2] = {
+	/*
+	 * sb9's policy does not load: the one in force is its previous one, which the
+	 * reader cannot know, so the images that count it carry every value.
+	 */
+	struct proxy_keys_src src[3] = {
 		{ "sb1", inspect, sizeof(inspect) - 1 },
 		{ "sb2", "{\"policy\":\"q\",\"rules\":[]}", 25 },
+		{ "sb9", "{\"policy\":", 10 },
 	};
 	struct proxy_keys *k;
 	const struct proxy_secret *s;
@@ -119,7 +126,7 @@ main(void)
 	if (ca_init(dir, 0, err, sizeof(err)) != CA_OK)
 		bail("ca init: %s", err);
 
-	k = load(dir, src, 2);
+	k = load(dir, src, 3);
 	ok(k != NULL && k->pk_vault == 1 && k->pk_nsecrets == 3,
 	    "vault loaded: 3 secrets");
 	s = proxy_keys_secret(k, "tok");
@@ -228,6 +235,88 @@ main(void)
 	memset(&proxy_cfg.upstream_proxy, 0, sizeof(proxy_cfg.upstream_proxy));
 	proxy_cfg.upstream_proxy_on = 0;
 	proxy_keys_put(k);
+
+	/*
+	 * Only the values the recorded policies bind (an inject entry, the upstream
+	 * proxy's credential) are in the image; the others are withheld: known by
+	 * name and placeholder, never injected, not redacted.
+	 */
+	{
+		static const char binds[] = "{\"policy\":\"b\",\"rules\":[{\"id\":"
+		    "\"a\",\"host\":\"api.example.com\",\"inject\":[{\"secret\":"
+		    "\"tok\",\"header\":\"Authorization\"}]}]}";
+		static const char proxied[] = "{\"policy\":\"u\",\"rules\":[],"
+		    "\"upstream_proxy\":{\"url\":\"http://proxy.example.com:3128\","
+		    "\"auth\":\"wild\"}}";
+		struct proxy_keys_src bsrc[3] = {
+			{ "sb1", binds, sizeof(binds) - 1 },
+			{ "sb2", "{\"policy\":\"q\",\"rules\":[]}", 25 },
+			{ "sb9", "{\"policy\":", 10 },
+		};
+		const struct proxy_secret *w;
+		struct scan_match m;
+
+		k = load(dir, bsrc, 2);
+		s = proxy_keys_secret(k, "tok");
+		w = proxy_keys_secret(k, "wild");
+		ok(k != NULL && k->pk_nsecrets == 3 && s != NULL &&
+		    s->ps_vlen == strlen(VALUE) && memcmp(s->ps_value, VALUE,
+		    s->ps_vlen) == 0, "a secret a recorded policy injects: its value");
+		ok(w != NULL && w->ps_value == NULL && w->ps_vlen == 0 &&
+		    w->ps_placeholder[0] != '\0' && w->ps_nhosts == 1,
+		    "one no policy binds: withheld (name, placeholder, hosts only)");
+		ok(w != NULL && !proxy_secret_allows_host(w, "x.example.com") &&
+		    proxy_secret_allows_host(s, "api.example.com"),
+		    "a withheld value is never allowed to a host its binding names");
+		ok(w != NULL && scan_find(k->pk_ph_set,
+		    (const uint8_t *)w->ps_placeholder, strlen(w->ps_placeholder),
+		    &m) && proxy_keys_secret_name(k, m.sm_id) != NULL &&
+		    strcmp(proxy_keys_secret_name(k, m.sm_id), "wild") == 0,
+		    "its placeholder is still found (exfiltration)");
+		ok(k != NULL && k->pk_nvals == 1,
+		    "only the value held is redacted (%zu)", k != NULL ? k->pk_nvals : 0);
+		rv = check(k, "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\","
+		    "\"host\":\"x.example.com\",\"inject\":[{\"secret\":\"wild\","
+		    "\"header\":\"Authorization\"}]}]}");
+		ok(rv == -1 && strstr(err, "was not loaded") != NULL,
+		    "a policy injecting a withheld secret: refused (%s)", err);
+		proxy_keys_put(k);
+
+		bsrc[1].ks_policy = proxied;
+		bsrc[1].ks_len = sizeof(proxied) - 1;
+		k = load(dir, bsrc, 2);
+		w = proxy_keys_secret(k, "wild");
+		ok(w != NULL && w->ps_value != NULL && proxy_keys_secret(k,
+		    "short")->ps_value == NULL,
+		    "the credential of a policy's upstream proxy: its value, no other");
+		ok(check(k, proxied) == 0, "... and that policy passes");
+		proxy_keys_put(k);
+
+		k = load(dir, bsrc, 3);
+		ok(k != NULL && proxy_keys_secret(k, "short")->ps_value != NULL &&
+		    proxy_keys_secret(k, "wild")->ps_value != NULL,
+		    "a recorded policy that does not load: every value (its previous "
+		    "policy may use any)");
+		proxy_keys_put(k);
+		bsrc[2].ks_policy = "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\","
+		    "\"host\":\"evil.example.net\",\"inject\":[{\"secret\":\"tok\","
+		    "\"header\":\"Authorization\"}]}]}";
+		bsrc[2].ks_len = strlen(bsrc[2].ks_policy);
+		k = load(dir, bsrc, 3);
+		ok(k != NULL && proxy_keys_secret(k, "short")->ps_value != NULL,
+		    "... nor one that fails the binding check");
+		proxy_keys_put(k);
+		bsrc[0].ks_policy = NULL;	/* unreadable */
+		k = load(dir, bsrc, 1);
+		ok(k != NULL && proxy_keys_secret(k, "tok")->ps_value != NULL,
+		    "... nor one that cannot be read");
+		proxy_keys_put(k);
+		k = load(dir, bsrc + 1, 1);
+		ok(k != NULL && proxy_keys_secret(k, "tok")->ps_value == NULL &&
+		    proxy_keys_secret(k, "short")->ps_value == NULL,
+		    "no policy injecting: every value withheld but the proxy's");
+		proxy_keys_put(k);
+	}
 
 	/* Malformed images. */
 	if (proxy_keys_build(dir, src, 2, &img, &len) == -1)
