@@ -17,7 +17,8 @@
  *
  * A sandbox's CA goes in together with its policy or not at all (issue 11: a refused
  * reload used to leave the sandbox's old policy without a CA).  So each CA entry
- * names the policy it was synced for (the SHA-256 of the file's bytes), and the
+ * names the policy it was synced for (its hash: of the file's bytes, or of its
+ * files' with bases; the reader loads the same bundle the worker gets), and the
  * unprivileged side accepts a policy only with the key image whose entry carries its
  * hash (proxy_keys_for_policy()); a policy it refuses keeps the image it came in
  * with.  The reader makes (or reissues) a CA on disk only for a policy that will be
@@ -216,8 +217,8 @@ pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
 	c->kc_state = PK_REFUSED;
 	if ((c->kc_sandbox = strdup(s->ks_sandbox)) == NULL)
 		return -1;
-	if (s->ks_policy == NULL ||
-	    (p = policy_load_buf(s->ks_policy, s->ks_len, "policy", NULL)) == NULL)
+	if (s->ks_bundle == NULL ||
+	    (p = policy_load_bundle(s->ks_bundle, NULL)) == NULL)
 		return 0;	/* the unprivileged side keeps the previous one */
 	snprintf(c->kc_hash, sizeof(c->kc_hash), "%s", p->p_hash);
 	/* The unprivileged side refuses it for this: leave its CA as it is. */

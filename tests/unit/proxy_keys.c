@@ -77,9 +77,11 @@ main(void)
 	    "{\"id\":\"a\",\"host\":\"api.example.com\",\"tls\":\"inspect\"},"
 	    "{\"id\":\"b\",\"host\":\"*.files.example.com\",\"tls\":\"inspect\"},"
 	    "{\"id\":\"c\",\"host\":\"splice.example.com\"}]}";
+	static const char none[] = "{\"policy\":\"q\",\"rules\":[]}";
+	struct policy_bundle b1 = { NULL, 0 }, b2 = { NULL, 0 };
 	struct proxy_keys_src src[2] = {
-		{ "sb1", inspect, sizeof(inspect) - 1 },
-		{ "sb2", "{\"policy\":\"q\",\"rules\":[]}", 25 },
+		{ "sb1", &b1 },
+		{ "sb2", &b2 },
 	};
 	struct proxy_keys *k;
 	const struct proxy_secret *s;
@@ -93,6 +95,10 @@ main(void)
 	int rv;
 
 	plan_lazy();
+	if (policy_bundle_add(&b1, "sb1.json", inspect, sizeof(inspect) - 1,
+	    NULL) == -1 || policy_bundle_add(&b2, "sb2.json", none,
+	    sizeof(none) - 1, NULL) == -1)
+		bail("out of memory");
 
 	/* No vault, no CA yet: an image that says so; injecting policies refused. */
 	k = load(dir, src, 2);
@@ -143,7 +149,7 @@ main(void)
 	{
 		struct policy *p1 = pol(inspect), *p2 = pol("{\"policy\":\"p\","
 		    "\"rules\":[{\"id\":\"a\",\"host\":\"api.example.com\","
-		    "\"tls\":\"inspect\"}]}"), *p3 = pol(src[1].ks_policy);
+		    "\"tls\":\"inspect\"}]}"), *p3 = pol(none);
 
 		ok(proxy_keys_for_policy(k, "sb1", p1, err, sizeof(err)) == 0,
 		    "the policy the CA was synced for: accepted");
@@ -255,5 +261,7 @@ main(void)
 	ok(k != NULL && k->pk_nsecrets == 0, "... and no secret handed over");
 	proxy_keys_put(k);
 	chmod(path, 0600);
+	policy_bundle_free(&b1);
+	policy_bundle_free(&b2);
 	return 0;
 }
