@@ -450,6 +450,14 @@ ld_free(struct ld *L)
 
 /* ---- merging -------------------------------------------------------------- */
 
+static int
+ld_port_cmp(const void *a, const void *b)
+{
+	uint16_t x = *(const uint16_t *)a, y = *(const uint16_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* Moves node's rules of action a into p (the bases' around its own, see above). */
 static void
 ld_emit(struct ld *L, size_t node, enum policy_action a, struct policy *p)
@@ -565,47 +573,66 @@ ld_top_keys(struct ld *L, struct policy *p)
 	}
 }
 
-/* Could one name match both host patterns (exact or "*.suffix")? */
+/* Does host pattern r (exact or "*.suffix") match every name pattern m matches? */
 static int
-ld_patterns_meet(const char *a, const char *b)
+ld_covers(const char *r, const char *m)
 {
-	if (strcmp(a, b) == 0)
-		return 1;
-	if (a[0] == '*' && hostname_match(a, b[0] == '*' ? b + 2 : b))
-		return 1;
-	return b[0] == '*' && hostname_match(b, a[0] == '*' ? a + 2 : a);
+	return strcmp(r, m) == 0 ||
+	    (r[0] == '*' && hostname_match(r, m[0] == '*' ? m + 2 : m));
 }
 
-/* Do the rules share a port (a deny rule without ports has every one)? */
-static int
-ld_ports_meet(const struct policy_rule *a, const struct policy_rule *b)
+/*
+ * The names both host patterns match, as a pattern (the narrower of the two; two
+ * patterns that share a name nest), or NULL when there is none.
+ */
+static const char *
+ld_meet(const char *a, const char *b)
 {
-	size_t i = 0, k = 0;
+	if (ld_covers(a, b))
+		return b;
+	return ld_covers(b, a) ? a : NULL;
+}
 
-	if (a->pr_nports == 0 || b->pr_nports == 0)
-		return 1;
-	while (i < a->pr_nports && k < b->pr_nports) {
-		if (a->pr_ports[i] == b->pr_ports[k])
-			return 1;
-		if (a->pr_ports[i] < b->pr_ports[k])
-			i++;
-		else
-			k++;
+/*
+ * Would allow rule a decide a connection to some name of pattern m on one of the
+ * ports in set (a bitmap, changed): the ports no allow rule before a takes for
+ * every name of m?
+ */
+static int
+ld_decides(const struct policy *p, const struct policy_rule *a, const char *m,
+    unsigned char *set)
+{
+	const struct policy_rule *r;
+	size_t i, k;
+
+	for (r = p->p_rules; r < a; r++) {
+		if (r->pr_action != POLICY_ACTION_ALLOW || r->pr_is_cidr ||
+		    !ld_covers(r->pr_host, m))
+			continue;
+		for (k = 0; k < r->pr_nports; k++)
+			set[r->pr_ports[k] / 8] &= (unsigned char)~(1 <<
+			    (r->pr_ports[k] % 8));
 	}
+	for (i = 0; i < 65536 / 8; i++)
+		if (set[i] != 0)
+			return 1;
 	return 0;
 }
 
 /*
  * A deny rule with methods or paths decides requests, which a spliced connection
- * never shows: an allow rule that splices a name such a rule covers, on a port it
- * covers, is an error.  What this cannot see (TLS on a raw-TCP rule, a cidr rule
- * matching the connection's address), policy_decide() refuses per connection.
+ * never shows: an allow rule that would splice a name such a rule covers, on a
+ * port it covers, is an error (not one that an earlier allow rule shadows there).
+ * What this cannot see (TLS on a raw-TCP rule, a cidr rule matching the
+ * connection's address), policy_decide() refuses per connection.
  */
 static void
 ld_unseen_requests(struct ld *L, const struct policy *p)
 {
+	unsigned char set[65536 / 8];
 	const struct policy_rule *d, *a;
-	size_t i, k;
+	const char *m;
+	size_t i, k, j;
 
 	for (i = 0; i < p->p_nrules && L->ld_nerr < POLICY_ERRORS_MAX; i++) {
 		a = &p->p_rules[i];
@@ -618,14 +645,24 @@ ld_unseen_requests(struct ld *L, const struct policy *p)
 				break;	/* every deny rule comes first */
 			if (d->pr_is_cidr || (d->pr_nmethods == 0 &&
 			    d->pr_npaths == 0) || d->pr_proto == POLICY_PROTO_HTTP ||
-			    !ld_patterns_meet(d->pr_host, a->pr_host) ||
-			    !ld_ports_meet(d, a))
+			    (m = ld_meet(d->pr_host, a->pr_host)) == NULL)
+				continue;
+			/* The ports both name (a deny rule without ports: all). */
+			memset(set, 0, sizeof(set));
+			for (j = 0; j < a->pr_nports; j++)
+				if (d->pr_nports == 0 || bsearch(&a->pr_ports[j],
+				    d->pr_ports, d->pr_nports, sizeof(*d->pr_ports),
+				    ld_port_cmp) != NULL)
+					set[a->pr_ports[j] / 8] |= (unsigned char)(1 <<
+					    (a->pr_ports[j] % 8));
+			if (!ld_decides(p, a, m, set))
 				continue;
 			ld_err_at(L, ld_node_of(L, a), "rules", (long)a->pr_index,
 			    "rule \"%s\" splices %s, where deny rule \"%s\" of %s "
 			    "refuses requests by method or path, which a spliced "
 			    "connection never shows: inspect it (\"tls\": "
-			    "\"inspect\")", a->pr_id, a->pr_host, d->pr_id,
+			    "\"inspect\"), or allow those names with an inspecting "
+			    "rule before it", a->pr_id, a->pr_host, d->pr_id,
 			    d->pr_file);
 			break;
 		}

@@ -83,7 +83,19 @@ ok $? "... and so does the sandbox record"
 audit_has '"sandbox":"ly","event":"config","source":"control".*"policy_hash":"'"$h1"'","changed":1,"result":"loaded"'
 ok $? "... and the config record"
 
-# --- positive control: the sandbox's own rule -------------------------------------
+# A policy given by a symbolic link elsewhere: recorded and checked at its real path,
+# so its base is found beside the real file (where airlockd reads it).
+mkdir -p "$T/elsewhere"
+ln -s "$OWN" "$T/elsewhere/own.json"
+! "$AIRLOCK" policy check "$T/elsewhere/own.json" >/dev/null 2>&1
+ok $? "(policy check through the link looks for the base beside the link: none)"
+pn_vm V1 1
+pn_attach ly1 1 "$T/elsewhere/own.json" 2>"$T/attach1.err"
+ok $? "net attach through the link: checked at the real path ($(head -c 200 "$T/attach1.err"))"
+AL sandbox ls --json | grep -q '"name":"ly1",[^}]*"policy":"'"$OWN"'","policy_hash":"'"$h1"'"'
+ok $? "... the record names the real file, and the hash of both files"
+
+
 out=$(vcurl https://origin.test/ 2>&1)
 [ "$out" = "origin origin.test" ]
 ok $? "the sandbox's own inspect rule: GET https://origin.test/ ($out)"

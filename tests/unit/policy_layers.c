@@ -417,26 +417,57 @@ test_deny_schema(void)
 static void
 test_unseen(void)
 {
+	static const struct {
+		const char *own, *org, *want, *what;
+	} t[] = {
+		{ "{'id':'gh','host':'api.github.com'}",
+		    "{'id':'read-only','action':'deny','host':'*.github.com','http':"
+		    "{'methods':['POST']}}",
+		    "own.json:2:3: $.rules[0]: rule \"gh\" splices api.github.com, "
+		    "where deny rule \"read-only\" of org.json refuses requests by "
+		    "method or path", "a spliced name under a base's method deny" },
+		{ "{'id':'gh','host':'api.github.com','tls':'inspect'},"
+		    "{'id':'gh-other','host':'github.com'},"
+		    "{'id':'gh-alt','host':'api.github.com','ports':[8443]}",
+		    "{'id':'read-only','action':'deny','host':'*.github.com',"
+		    "'ports':[443],'http':{'methods':['POST']}}", NULL,
+		    "positive control: inspected; another name; another port" },
+		/* A splice rule that an earlier inspecting rule shadows there. */
+		{ "{'id':'api','host':'api.github.com','ports':[443,8443],"
+		    "'tls':'inspect'}",
+		    "{'id':'no-post','action':'deny','host':'api.github.com','http':"
+		    "{'methods':['POST']}},{'id':'all','host':'*.github.com'}", NULL,
+		    "the base's wildcard splice never decides the denied name: the "
+		    "policy's inspect rule comes first" },
+		{ "{'id':'api','host':'api.github.com','tls':'inspect'}",
+		    "{'id':'no-post','action':'deny','host':'*.github.com','http':"
+		    "{'methods':['POST']}},\n {'id':'all','host':'*.github.com'}",
+		    "org.json:2:2: $.rules[1]: rule \"all\" splices *.github.com, "
+		    "where deny rule \"no-post\" of org.json", "an inspect rule for "
+		    "one name leaves the others of a wildcard to the splice" },
+		{ "{'id':'api','host':'api.github.com','tls':'inspect'}",
+		    "{'id':'no-post','action':'deny','host':'api.github.com','http':"
+		    "{'methods':['POST']}},\n {'id':'all','host':'*.github.com',"
+		    "'ports':[443,8443]}",
+		    "org.json:2:2: $.rules[1]: rule \"all\" splices *.github.com",
+		    "... and so does one for another port (8443)" },
+	};
 	struct policy_bundle b = { NULL, 0 };
+	char doc[1024];
+	size_t i;
 
-	add(&b, "own.json", "{'policy':'own','base':['org.json'],'rules':[\n"
-	    "  {'id':'gh','host':'api.github.com'}]}");
-	add(&b, "org.json", "{'policy':'org','rules':[{'id':'read-only',"
-	    "'action':'deny','host':'*.github.com','http':{'methods':['POST']}}]}");
-	bad(&b, "own.json:2:3: $.rules[0]: rule \"gh\" splices api.github.com, where "
-	    "deny rule \"read-only\" of org.json refuses requests by method or path",
-	    "a spliced name under a base's method deny");
-	policy_bundle_free(&b);
-	add(&b, "own.json", "{'policy':'own','base':['org.json'],'rules':[\n"
-	    "  {'id':'gh','host':'api.github.com','tls':'inspect'},"
-	    "  {'id':'gh-other','host':'github.com'},"
-	    "  {'id':'gh-alt','host':'api.github.com','ports':[8443]}]}");
-	add(&b, "org.json", "{'policy':'org','rules':[{'id':'read-only',"
-	    "'action':'deny','host':'*.github.com','ports':[443],'http':{"
-	    "'methods':['POST']}}]}");
-	policy_free(good(&b, "positive control: inspected; another name; another "
-	    "port"));
-	policy_bundle_free(&b);
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(doc, sizeof(doc), "{'policy':'own','base':['org.json'],"
+		    "'rules':[\n  %s]}", t[i].own);
+		add(&b, "own.json", doc);
+		snprintf(doc, sizeof(doc), "{'policy':'org','rules':[%s]}", t[i].org);
+		add(&b, "org.json", doc);
+		if (t[i].want != NULL)
+			bad(&b, t[i].want, t[i].what);
+		else
+			policy_free(good(&b, "%s", t[i].what));
+		policy_bundle_free(&b);
+	}
 }
 
 /* own.json on base.json, loaded as good() does. */
