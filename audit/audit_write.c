@@ -108,8 +108,8 @@ static const char *const audit_events[] = {
 /* Field names an extra key may not take: it would shadow or forge them. */
 static const char *const audit_reserved[] = {
 	"ts", "seq", "sandbox", "event", "src", "dst", "tls", "method", "path",
-	"status", "decision", "rule", "reason", "would_deny", "inject", "bytes_up",
-	"bytes_down", "ms", "suppressed", "prev", "hash",
+	"status", "decision", "rule", "rule_file", "reason", "would_deny", "inject",
+	"bytes_up", "bytes_down", "ms", "suppressed", "prev", "hash",
 };
 
 const char *
@@ -914,6 +914,7 @@ record_build(const struct audit_record *r, long long ts_ms, long long seq,
 	lb_field_num(&lb, "status", r->ar_status);
 	lb_field_str(&lb, "decision", r->ar_decision, AUDIT_STR_MAX);
 	lb_field_str(&lb, "rule", r->ar_rule, AUDIT_STR_MAX);
+	lb_field_str(&lb, "rule_file", r->ar_rule_file, AUDIT_STR_MAX);
 	lb_field_str(&lb, "reason", r->ar_reason, AUDIT_STR_MAX);
 	if (r->ar_would_deny)
 		lb_str(&lb, ",\"would_deny\":true");

@@ -5,9 +5,10 @@
  *	airlock policy test [--json] [--protocol tls|http|tcp] FILE HOST[:PORT]
  *	    [METHOD PATH]
  *
- * check validates each file and prints one summary line per valid file, or every
- * error of every file ("FILE:LINE:COL: $.path: reason") on stderr; exit 0 when
- * all are valid, 1 otherwise, 2 on usage errors.
+ * check validates each file (with its bases) and prints one summary line per valid
+ * file (and one per file of a policy with bases), or every error of every file
+ * ("FILE:LINE:COL: $.path: reason") on stderr; exit 0 when all are valid, 1
+ * otherwise, 2 on usage errors.
  * test says what the policy decides for a destination as a VM presents it: the
  * host goes through the same normaliser as SNI and Host headers; an IP literal
  * (also "[v6]:port") is a connection to that address, judged by cidr rules.
@@ -15,6 +16,7 @@
  * Options may appear anywhere after the subcommand; "--" ends them.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,11 +101,15 @@ policy_errors_json(const char *file, const struct policy_errors *errs)
 	    arr);
 }
 
-/* FILE, or "-": standard input (named "<stdin>" in its errors). */
+/*
+ * FILE, or "-": standard input (named "<stdin>" in its errors; its bases are
+ * relative to the current folder).
+ */
 static struct policy *
 policy_load_arg(const char *file, struct policy_errors *errs)
 {
-	struct policy *p;
+	struct policy_bundle b = { NULL, 0 };
+	struct policy *p = NULL;
 	size_t len = 0;
 	ssize_t n;
 	char *buf;
@@ -127,9 +133,51 @@ policy_load_arg(const char *file, struct policy_errors *errs)
 		}
 		len += (size_t)n;
 	}
-	p = policy_load_buf(buf, len, "<stdin>", errs);
+	if (policy_bundle_add(&b, "<stdin>", buf, len, NULL) == -1 ||
+	    policy_bundle_read(&b, "<stdin>") == -1)
+		fprintf(stderr, "airlock: policy: out of memory\n");
+	else
+		p = policy_load_bundle(&b, errs);
+	policy_bundle_free(&b);
 	free(buf);
 	return p;
+}
+
+/* The files of a policy with bases: one line each, or a JSON array. */
+static void
+policy_files_print(const struct policy *p)
+{
+	const struct policy_source *f;
+	size_t i;
+
+	if (p->p_nfiles < 2)
+		return;
+	for (i = 0; i < p->p_nfiles; i++) {
+		f = p->p_files[i];
+		printf("  %*s%s %s: policy %s, %zu rule%s, sha256 %s\n",
+		    (int)(2 * f->ps_depth), "", f->ps_depth == 0 ? "file" : "base",
+		    f->ps_file, f->ps_name, f->ps_nrules, f->ps_nrules == 1 ? "" :
+		    "s", f->ps_hash);
+	}
+}
+
+static json_t *
+policy_files_json(const struct policy *p)
+{
+	const struct policy_source *f;
+	json_t *arr;
+	size_t i;
+
+	if ((arr = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < p->p_nfiles; i++) {
+		f = p->p_files[i];
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:i, s:s}",
+		    "file", f->ps_file, "policy", f->ps_name, "rules",
+		    (json_int_t)f->ps_nrules, "depth", (int)f->ps_depth, "sha256",
+		    f->ps_hash));
+	}
+	return arr;
 }
 
 static int
@@ -150,14 +198,17 @@ policy_check(int json, int nfiles, char **files)
 				policy_errors_print(&errs);
 		} else if (json)
 			policy_json_print(json_pack("{s:s, s:b, s:s, s:I, s:s, "
-			    "s:s}", "file", files[i], "ok", 1, "policy",
+			    "s:s, s:o*}", "file", files[i], "ok", 1, "policy",
 			    p->p_name, "rules", (json_int_t)p->p_nrules, "mode",
-			    policy_mode_str(p->p_mode), "sha256", p->p_hash));
-		else
+			    policy_mode_str(p->p_mode), "sha256", p->p_hash, "files",
+			    policy_files_json(p)));
+		else {
 			printf("%s: ok: policy %s, %zu rule%s, mode %s, sha256 "
 			    "%s\n", files[i], p->p_name, p->p_nrules,
 			    p->p_nrules == 1 ? "" : "s",
 			    policy_mode_str(p->p_mode), p->p_hash);
+			policy_files_print(p);
+		}
 		policy_free(p);
 		policy_errors_free(&errs);
 	}
@@ -228,7 +279,7 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 	struct policy *p = NULL;
 	struct netaddr addr;
 	const struct policy_rule *r;
-	char host[1024], detail[256];
+	char host[1024], detail[PATH_MAX + 128];
 	uint16_t port = 443;
 	int has_port, proto, rc = 2;
 
@@ -272,12 +323,16 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 	rc = v.pv_allow ? 0 : 1;
 	if (json) {
 		policy_json_print(json_pack("{s:s, s:s, s:b, s:s?, s:s?, s:s?, "
-		    "s:s?, s:s}", "policy", p->p_name, "decision", v.pv_allow ?
-		    "allow" : "deny", "would_deny", v.pv_would_deny, "reason",
-		    v.pv_reason != POLICY_REASON_NONE ?
+		    "s:s?, s:s?, s:s?, s:s}", "policy", p->p_name, "decision",
+		    v.pv_allow ? "allow" : "deny", "would_deny", v.pv_would_deny,
+		    "reason", v.pv_reason != POLICY_REASON_NONE ?
 		    policy_reason_str(v.pv_reason) : NULL, "rule",
-		    r != NULL ? r->pr_id : NULL, "protocol", r != NULL ?
+		    r != NULL ? r->pr_id : NULL, "file", r != NULL ? r->pr_file :
+		    NULL, "action", r != NULL ? policy_action_str(r->pr_action) :
+		    NULL, "protocol", r != NULL &&
+		    r->pr_action == POLICY_ACTION_ALLOW ?
 		    policy_proto_str(r->pr_proto) : NULL, "tls", r != NULL &&
+		    r->pr_action == POLICY_ACTION_ALLOW &&
 		    r->pr_proto == POLICY_PROTO_TLS ?
 		    policy_tls_str(v.pv_tls) : NULL, "mode",
 		    policy_mode_str(p->p_mode)));
@@ -290,11 +345,12 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 		else
 			snprintf(detail, sizeof(detail), "protocol=%s",
 			    policy_proto_str(r->pr_proto));
-		printf("allow rule=%s %s\n", r->pr_id, detail);
+		printf("allow rule=%s %s file=%s\n", r->pr_id, detail, r->pr_file);
 	} else {
 		detail[0] = '\0';
 		if (r != NULL)
-			snprintf(detail, sizeof(detail), " rule=%s", r->pr_id);
+			snprintf(detail, sizeof(detail), " rule=%s file=%s",
+			    r->pr_id, r->pr_file);
 		if (v.pv_would_deny)
 			printf("allow (report mode: would deny: reason=%s%s)\n",
 			    policy_reason_str(v.pv_reason), detail);

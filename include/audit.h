@@ -90,6 +90,7 @@ struct audit_record {
 	int		 ar_status;	/* HTTP status, -1 if none */
 	const char	*ar_decision;
 	const char	*ar_rule;
+	const char	*ar_rule_file;	/* the policy file ar_rule is written in */
 	const char	*ar_reason;	/* stable code, for denials */
 	int		 ar_would_deny;	/* report mode: 1 adds "would_deny":true */
 	const char	*const *ar_inject; /* names of injected secrets, NULL-terminated */

@@ -93,7 +93,15 @@ nc_new_checks(const struct airlock_config *cfg, const struct netctl_request *req
 		snprintf(err, errlen, "a policy is required (--policy FILE)");
 		return -1;
 	}
-	if ((pol = policy_load_file(req->nr_policy, &errs)) == NULL) {
+	/*
+	 * Checked where airlockd will read it: at its real path, which is what the
+	 * record keeps, so that its bases are found from the same folder.
+	 */
+	if (realpath(req->nr_policy, sb->sb_policy) == NULL) {
+		nc_err_errno(err, errlen, errno, "policy %s", req->nr_policy);
+		return -1;
+	}
+	if ((pol = policy_load_file(sb->sb_policy, &errs)) == NULL) {
 		if (errs.n > 0) {
 			policy_error_fmt(&errs.v[0], line, sizeof(line));
 			snprintf(err, errlen, "policy %s: %s%s", req->nr_policy,
@@ -109,10 +117,6 @@ nc_new_checks(const struct airlock_config *cfg, const struct netctl_request *req
 	    pol->p_hash);
 	policy_free(pol);
 	policy_errors_free(&errs);
-	if (realpath(req->nr_policy, sb->sb_policy) == NULL) {
-		nc_err_errno(err, errlen, errno, "policy %s", req->nr_policy);
-		return -1;
-	}
 	if (sandbox_load(cfg->state_dir, sb->sb_name, &old) == 0 ||
 	    errno != ENOENT) {
 		snprintf(err, errlen, "sandbox %s already exists", sb->sb_name);

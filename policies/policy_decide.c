@@ -1,7 +1,9 @@
 /*
  * policies/policy_decide.c: first-match evaluation of a loaded policy.  A pure
  * function of the policy and the query: no I/O, no allocation, never fails (a
- * malformed query is a denial with its reason).
+ * malformed query is a denial with its reason).  The loader put every deny rule
+ * before every allow rule (policy_layers.c), so one pass in order is the whole
+ * evaluation.
  */
 #include <stddef.h>
 #include <string.h>
@@ -26,6 +28,11 @@ const struct strtab policy_mode_names[] = {
 	{ "report", POLICY_MODE_REPORT },
 	{ NULL, 0 }
 };
+const struct strtab policy_action_names[] = {
+	{ "allow", POLICY_ACTION_ALLOW },
+	{ "deny", POLICY_ACTION_DENY },
+	{ NULL, 0 }
+};
 
 static const char *const policy_reasons[] = {
 	[POLICY_REASON_NONE] = "none",
@@ -40,6 +47,7 @@ static const char *const policy_reasons[] = {
 	[POLICY_REASON_ADDRESS_NOT_ALLOWED] = "address_not_allowed",
 	[POLICY_REASON_ADDRESS_IN_FLOOR] = "address_in_floor",
 	[POLICY_REASON_PRIVATE_ADDRESS] = "private_address",
+	[POLICY_REASON_DENIED_BY_RULE] = "denied_by_rule",
 };
 
 const char *
@@ -77,11 +85,20 @@ policy_mode_str(enum policy_mode m)
 	return policy_str(policy_mode_names, (int)m);
 }
 
+const char *
+policy_action_str(enum policy_action a)
+{
+	return policy_str(policy_action_names, (int)a);
+}
+
+/* A deny rule without ports names every port. */
 static int
 policy_rule_has_port(const struct policy_rule *r, uint16_t port)
 {
 	size_t i;
 
+	if (r->pr_nports == 0 && r->pr_action == POLICY_ACTION_DENY)
+		return 1;
 	for (i = 0; i < r->pr_nports; i++)
 		if (r->pr_ports[i] == port)
 			return 1;
@@ -159,12 +176,43 @@ policy_rule_check(const struct policy_rule *r, const struct policy_query *q)
 	return POLICY_REASON_NONE;
 }
 
+/*
+ * A deny rule r that matched the host (or address): does it decide q?  Port and
+ * protocol as an allow rule matches them; one with methods or paths decides a
+ * request when they match it (a path it cannot normalise while it restricts paths:
+ * refused, never let past it as invalid_path), and for a connection notes itself in
+ * *unseen (the first such over TLS) and goes on.  The reason, or NONE.
+ */
+static enum policy_reason
+policy_deny_check(const struct policy_rule *r, const struct policy_query *q,
+    const struct policy_rule **unseen)
+{
+	if (!policy_rule_has_port(r, q->pq_port) ||
+	    !policy_rule_fits_proto(r, q->pq_proto))
+		return POLICY_REASON_NONE;
+	if (r->pr_nmethods == 0 && r->pr_npaths == 0)
+		return POLICY_REASON_DENIED_BY_RULE;
+	if (q->pq_method == NULL) {
+		if (*unseen == NULL && q->pq_proto == POLICY_PROTO_TLS)
+			*unseen = r;
+		return POLICY_REASON_NONE;
+	}
+	switch (policy_rule_check(r, q)) {
+	case POLICY_REASON_NONE:
+		return POLICY_REASON_DENIED_BY_RULE;
+	case POLICY_REASON_INVALID_PATH:
+		return POLICY_REASON_INVALID_PATH;
+	default:
+		return POLICY_REASON_NONE;	/* its method or path does not match */
+	}
+}
+
 int
 policy_decide(const struct policy *p, const struct policy_query *q,
     struct policy_verdict *v)
 {
 	char name[HOSTNAME_MAX + 1];
-	const struct policy_rule *r, *rule = NULL;
+	const struct policy_rule *r, *rule = NULL, *unseen = NULL;
 	enum policy_reason reason = POLICY_REASON_NONE;
 	size_t i, len;
 	int hrc, have_name = 0, ip_name = 0, host_seen = 0, matched;
@@ -199,6 +247,13 @@ policy_decide(const struct policy *p, const struct policy_query *q,
 			matched = have_name && hostname_match(r->pr_host, name);
 		if (!matched)
 			continue;
+		if (r->pr_action == POLICY_ACTION_DENY) {
+			if ((reason = policy_deny_check(r, q, &unseen)) ==
+			    POLICY_REASON_NONE)
+				continue;
+			rule = r;
+			goto out;
+		}
 		host_seen = 1;
 		if (!policy_rule_has_port(r, q->pq_port))
 			continue;
@@ -217,10 +272,24 @@ policy_decide(const struct policy *p, const struct policy_query *q,
 		goto out;
 	}
 	reason = policy_rule_check(rule, q);
+	/*
+	 * A deny rule that decides requests matched this TLS connection: only an
+	 * inspecting rule shows them to it.
+	 */
+	if (reason == POLICY_REASON_NONE && unseen != NULL &&
+	    (rule->pr_proto != POLICY_PROTO_TLS ||
+	    rule->pr_tls != POLICY_TLS_INSPECT)) {
+		rule = unseen;
+		reason = POLICY_REASON_DENIED_BY_RULE;
+	}
  out:
 	v->pv_rule = rule;
 	v->pv_reason = reason;
-	if (rule != NULL && rule->pr_proto == POLICY_PROTO_TLS)
+	if (rule != NULL && rule->pr_action == POLICY_ACTION_DENY)
+		v->pv_tls = q->pq_method != NULL &&
+		    q->pq_proto == POLICY_PROTO_TLS ? POLICY_TLS_INSPECT :
+		    POLICY_TLS_SPLICE;
+	else if (rule != NULL && rule->pr_proto == POLICY_PROTO_TLS)
 		v->pv_tls = rule->pr_tls;
 	if (reason == POLICY_REASON_NONE)
 		v->pv_allow = 1;
@@ -257,6 +326,7 @@ policy_rule_allows_private(const struct policy_rule *r, const struct netaddr *a)
 	const char *why_a = NULL, *why_first = NULL, *why_last = NULL;
 
 	if (r == NULL || a == NULL || !r->pr_is_cidr ||
+	    r->pr_action == POLICY_ACTION_DENY ||
 	    !netaddr_cidr_contains(&r->pr_cidr, a))
 		return 0;
 	if (netaddr_classify(a, &why_a) != NETADDR_PRIVATE)

@@ -1,6 +1,7 @@
 /*
- * policies/policy_load.c: reads a policy file, validates it against the schema of
- * policies/SCHEMA.md and builds the immutable struct policy of include/policy.h.
+ * policies/policy_load.c: validates one policy document against the schema of
+ * policies/SCHEMA.md and builds the immutable struct policy of include/policy.h
+ * (policy_layers.c reads the files, follows "base" and merges the documents).
  *
  * jansson parses (rejecting duplicate keys); the document is then walked by hand,
  * not with json_unpack, so that every error of the file is collected with its JSON
@@ -8,15 +9,12 @@
  * value, so the position of an error's path is found by re-scanning the (already
  * valid) text: cheap, and only done for errors.  No jansson type leaves this file.
  */
-#include <sys/stat.h>
-
-#include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <strings.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -26,6 +24,7 @@
 #include "jsonpath.h"
 #include "netaddr.h"
 #include "policy.h"
+#include "policy_int.h"
 #include "upstream.h"
 
 #define PL_DEPTH_MAX	8	/* deepest schema path: $.rules[i].inject[j].x */
@@ -49,7 +48,8 @@ struct pl_ctx {
 	size_t		 len;
 	struct policy_errors *errs;	/* may be NULL */
 	size_t		 base;		/* errs->n when this load started */
-	size_t		 nerr;
+	size_t		 nerr;		/* of the whole load (pl_doc_load()) */
+	size_t		 nerr0;		/* nerr when this document started */
 	int		 full;		/* POLICY_ERRORS_MAX reached */
 	struct pl_comp	 comp[PL_DEPTH_MAX];
 	size_t		 depth;
@@ -61,7 +61,7 @@ struct pl_ctx {
  * "...".  Error text goes to terminals
  * and logs, so no control byte of the input may reach it.
  */
-static const char *
+const char *
 pl_quote(char *dst, size_t dstlen, const char *s, size_t slen)
 {
 	size_t i, o = 0;
@@ -471,6 +471,41 @@ pl_err_key(struct pl_ctx *c, const char *key, const char *fmt, ...)
 	pl_pop(c);
 }
 
+void
+pl_verr_at(struct policy_errors *errs, size_t *nerr, const char *name,
+    const char *buf, size_t len, const char *key, long idx, const char *fmt,
+    va_list ap)
+{
+	struct pl_ctx c;
+
+	memset(&c, 0, sizeof(c));
+	c.name = name;
+	c.buf = buf;
+	c.len = len;
+	c.errs = errs;
+	c.nerr = *nerr;
+	c.full = *nerr >= POLICY_ERRORS_MAX;
+	pl_push_key(&c, key);
+	if (idx >= 0)
+		pl_push_idx(&c, (size_t)idx);
+	pl_verr(&c, fmt, ap);
+	*nerr = c.nerr;
+}
+
+void
+pl_err_file(struct policy_errors *errs, size_t *nerr, const char *name,
+    const char *reason)
+{
+	struct pl_ctx c;
+
+	memset(&c, 0, sizeof(c));
+	c.name = name;
+	c.errs = errs;
+	c.nerr = *nerr;
+	pl_add(&c, NULL, 0, 0, reason);
+	*nerr = c.nerr;
+}
+
 /* Errors in document order (missing keys point at their object). */
 static void
 pl_sort(struct pl_ctx *c)
@@ -679,10 +714,10 @@ pl_strdup(struct pl_ctx *c, char **dst, const char *s)
 
 /* ---- the schema ----------------------------------------------------------- */
 
-static const char *const pl_top_keys[] = { "policy", "mode", "rules", "limits",
-    "upstream_proxy", NULL };
-static const char *const pl_rule_keys[] = { "id", "host", "cidr", "ports",
-    "protocol", "tls", "http", "inject", NULL };
+static const char *const pl_top_keys[] = { "policy", "base", "mode", "rules",
+    "limits", "upstream_proxy", NULL };
+static const char *const pl_rule_keys[] = { "id", "action", "host", "cidr",
+    "ports", "protocol", "tls", "http", "inject", NULL };
 static const char *const pl_http_keys[] = { "methods", "paths", "websocket",
     "forwarded", NULL };
 static const char *const pl_inject_keys[] = { "secret", "header", "value",
@@ -1069,6 +1104,41 @@ pl_inject_one(struct pl_ctx *c, json_t *obj, struct policy_rule *r)
 	r->pr_ninject++;
 }
 
+/*
+ * A deny rule only refuses: it decides no TLS mode and adds nothing to a request.
+ * "http" (its methods and paths) makes it decide requests: then "protocol", when
+ * written, must be one that carries them; and no cidr (an address has no name to
+ * inspect under).
+ */
+static void
+pl_deny_only(struct pl_ctx *c, json_t *obj, json_t *http, int tcp, int is_cidr)
+{
+	static const char *const what[] = { "tls", "inject" };
+	static const char *const hwhat[] = { "websocket", "forwarded" };
+	size_t i;
+
+	for (i = 0; i < sizeof(what) / sizeof(what[0]); i++)
+		if (json_object_get(obj, what[i]) != NULL)
+			pl_err_key(c, what[i], "\"%s\" does not apply to a deny rule "
+			    "(it only refuses)", what[i]);
+	if (http == NULL || !json_is_object(http))
+		return;
+	for (i = 0; i < sizeof(hwhat) / sizeof(hwhat[0]); i++)
+		if (json_object_get(http, hwhat[i]) != NULL) {
+			pl_push_key(c, "http");
+			pl_err_key(c, hwhat[i], "\"%s\" does not apply to a deny "
+			    "rule (it only refuses)", hwhat[i]);
+			pl_pop(c);
+		}
+	if (is_cidr)
+		pl_err_key(c, "http", "a cidr rule cannot decide requests: a "
+		    "connection to an address is never inspected");
+	else if (tcp)
+		pl_err_key(c, "http", "\"http\" does not apply to \"protocol\": "
+		    "\"tcp\" (raw TCP is not parsed; leave \"protocol\" out to "
+		    "refuse requests over inspected TLS and plain HTTP)");
+}
+
 /* Parses one rule into r; prior holds the rules before it (for unique ids). */
 static void
 pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
@@ -1079,13 +1149,17 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 	const char *id, *host, *cidr;
 	char q[96];
 	size_t i;
-	int has_host, has_cidr, has_tls, hrc;
+	int has_host, has_cidr, has_tls, has_proto, hrc, deny;
 
 	if (!json_is_object(obj)) {
 		pl_err(c, "a rule must be an object, not %s", pl_type(obj));
 		return;
 	}
 	pl_unknown_keys(c, obj, pl_rule_keys, "a rule");
+	r->pr_action = (enum policy_action)pl_get_enum(c, obj, "action",
+	    policy_action_names, POLICY_ACTION_ALLOW, "an action (allow or deny)",
+	    NULL);
+	deny = r->pr_action == POLICY_ACTION_DENY;
 
 	id = pl_get_name(c, obj, "id", "", "a valid rule id", "[A-Za-z0-9._-]");
 	if (id != NULL) {
@@ -1135,13 +1209,14 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 			    strlen(cidr)));
 	}
 
+	/* A deny rule without "protocol" matches any bytes, as "tcp" does. */
 	r->pr_proto = (enum policy_proto)pl_get_enum(c, obj, "protocol",
-	    policy_proto_names, POLICY_PROTO_TLS, "a protocol (tls, http or tcp)",
-	    NULL);
+	    policy_proto_names, deny ? POLICY_PROTO_TCP : POLICY_PROTO_TLS,
+	    "a protocol (tls, http or tcp)", &has_proto);
 
 	if ((ports = pl_get_array(c, obj, "ports", 65535)) != NULL)
 		pl_ports(c, ports, r);
-	else if (json_object_get(obj, "ports") == NULL) {
+	else if (json_object_get(obj, "ports") == NULL && !deny) {
 		if ((r->pr_ports = calloc(1, sizeof(*r->pr_ports))) == NULL)
 			pl_err(c, "out of memory");
 		else {
@@ -1161,6 +1236,11 @@ pl_rule(struct pl_ctx *c, json_t *obj, struct policy_rule *r,
 		pl_pop(c);
 	}
 	inject = json_object_get(obj, "inject");
+	if (deny) {
+		pl_deny_only(c, obj, http, has_proto &&
+		    r->pr_proto == POLICY_PROTO_TCP, has_cidr && !has_host);
+		return;
+	}
 	if (inject != NULL && (inject = pl_get_array(c, obj, "inject",
 	    PL_INJECT_MAX)) != NULL) {
 		if ((r->pr_inject = calloc(json_array_size(inject),
@@ -1246,6 +1326,8 @@ pl_same_dest(const struct policy_rule *a, const struct policy_rule *b)
  * never decide anything (first match wins): certainly a mistake.  A rule whose
  * ports are only a subset of an earlier rule's is also dead, but is accepted
  * (policies/SCHEMA.md): it is harmless and can be a deliberate placeholder.
+ * Allow rules only: deny rules are all tried first, and a second deny for the same
+ * destination may still match what the first (with methods or paths) does not.
  */
 static void
 pl_shadowed(struct pl_ctx *c, struct policy *p)
@@ -1255,9 +1337,12 @@ pl_shadowed(struct pl_ctx *c, struct policy *p)
 
 	for (i = 1; i < p->p_nrules && !c->full; i++) {
 		b = &p->p_rules[i];
+		if (b->pr_action == POLICY_ACTION_DENY)
+			continue;
 		for (k = 0; k < i; k++) {
 			a = &p->p_rules[k];
-			if (a->pr_nports != b->pr_nports || !pl_same_dest(a, b) ||
+			if (a->pr_action == POLICY_ACTION_DENY ||
+			    a->pr_nports != b->pr_nports || !pl_same_dest(a, b) ||
 			    memcmp(a->pr_ports, b->pr_ports, a->pr_nports *
 			    sizeof(*a->pr_ports)) != 0)
 				continue;
@@ -1274,9 +1359,56 @@ pl_shadowed(struct pl_ctx *c, struct policy *p)
 	}
 }
 
+/*
+ * "base": the files whose rules this one is layered on (policy_layers.c reads and
+ * checks them), each a path as written, relative to this file's folder or absolute.
+ */
 static void
-pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
+pl_bases(struct pl_ctx *c, json_t *root, struct pl_doc *d)
 {
+	json_t *arr, *j;
+	const char *s;
+	char q[96];
+	size_t i, k;
+
+	if ((arr = pl_get_array(c, root, "base", POLICY_BASES_MAX)) == NULL)
+		return;
+	if ((d->pd_base = calloc(json_array_size(arr), sizeof(char *))) == NULL) {
+		pl_err_key(c, "base", "out of memory");
+		return;
+	}
+	pl_push_key(c, "base");
+	json_array_foreach(arr, i, j) {
+		pl_push_idx(c, i);
+		s = json_string_value(j);
+		if (!json_is_string(j))
+			pl_err(c, "a base must be a file name (a string), not %s",
+			    pl_type(j));
+		else if (json_string_length(j) == 0 ||
+		    json_string_length(j) != strlen(s))
+			pl_err(c, "a base must be a file name: not empty, no NUL");
+		else if (json_string_length(j) >= PATH_MAX)
+			pl_err(c, "a base's name must be shorter than %d bytes",
+			    PATH_MAX);
+		else {
+			for (k = 0; k < d->pd_nbase; k++)
+				if (strcmp(d->pd_base[k], s) == 0)
+					break;
+			if (k < d->pd_nbase)
+				pl_err(c, "duplicate base \"%s\"", pl_quote(q,
+				    sizeof(q), s, strlen(s)));
+			else if (pl_strdup(c, &d->pd_base[d->pd_nbase], s) == 0)
+				d->pd_nbase++;
+		}
+		pl_pop(c);
+	}
+	pl_pop(c);
+}
+
+static void
+pl_top(struct pl_ctx *c, json_t *root, struct pl_doc *d)
+{
+	struct policy *p = d->pd_pol;
 	json_t *rules, *j;
 	const char *name;
 	size_t i, n;
@@ -1294,7 +1426,10 @@ pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
 
 	p->p_mode = (enum policy_mode)pl_get_enum(c, root, "mode",
 	    policy_mode_names, POLICY_MODE_ENFORCE, "a mode (enforce or report)",
-	    NULL);
+	    &d->pd_mode);
+
+	if (json_object_get(root, "base") != NULL)
+		pl_bases(c, root, d);
 
 	if ((j = json_object_get(root, "limits")) != NULL) {
 		pl_push_key(c, "limits");
@@ -1338,12 +1473,12 @@ pl_top(struct pl_ctx *c, json_t *root, struct policy *p)
 		pl_pop(c);
 	}
 	pl_pop(c);
-	if (c->nerr == 0)
+	if (c->nerr == c->nerr0)
 		pl_shadowed(c, p);
 }
 
-static int
-pl_hash(const char *buf, size_t len, char *hex)
+int
+pl_hash(const void *buf, size_t len, char *hex)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0, i;
@@ -1356,22 +1491,24 @@ pl_hash(const char *buf, size_t len, char *hex)
 	return 0;
 }
 
-struct policy *
-policy_load_buf(const char *buf, size_t len, const char *name,
-    struct policy_errors *errs)
+int
+pl_doc_load(const char *buf, size_t len, const char *name,
+    struct policy_errors *errs, size_t *nerr, struct pl_doc *d)
 {
 	struct pl_ctx c;
-	struct policy *p = NULL;
 	json_error_t jerr;
 	json_t *root = NULL;
 	char text[sizeof(jerr.text) + 32], q[sizeof(jerr.text) + 16];
 	char jp[256];
 	size_t i;
 
+	memset(d, 0, sizeof(*d));
 	memset(&c, 0, sizeof(c));
-	c.name = name != NULL ? name : "(policy)";
+	c.name = name;
 	c.errs = errs;
 	c.base = errs != NULL ? errs->n : 0;
+	c.nerr = c.nerr0 = *nerr;
+	c.full = *nerr >= POLICY_ERRORS_MAX;
 	if (len > POLICY_FILE_MAX) {
 		pl_add(&c, NULL, 0, 0, "larger than 1 MiB: not a policy");
 		goto error;
@@ -1404,96 +1541,36 @@ policy_load_buf(const char *buf, size_t len, const char *name,
 	}
 	c.buf = buf;
 	c.len = len;
-	if ((p = calloc(1, sizeof(*p))) == NULL) {
+	if ((d->pd_pol = calloc(1, sizeof(*d->pd_pol))) == NULL) {
 		pl_add(&c, NULL, 0, 0, "out of memory");
 		goto error;
 	}
-	pl_top(&c, root, p);
-	if (c.nerr == 0 && pl_hash(buf, len, p->p_hash) == -1)
+	pl_top(&c, root, d);
+	if (c.nerr == c.nerr0 && pl_hash(buf, len, d->pd_pol->p_hash) == -1)
 		pl_add(&c, NULL, 0, 0, "cannot compute the SHA-256 hash");
-	if (c.nerr > 0)
+	if (c.nerr > c.nerr0)
 		goto error;
 	json_decref(root);
-	return p;
+	*nerr = c.nerr;
+	return 0;
  error:
 	pl_sort(&c);
 	json_decref(root);
-	policy_free(p);
-	return NULL;
+	pl_doc_free(d);
+	*nerr = c.nerr;
+	return -1;
 }
 
-struct policy *
-policy_load_file(const char *file, struct policy_errors *errs)
+void
+pl_doc_free(struct pl_doc *d)
 {
-	struct pl_ctx c;
-	struct policy *p = NULL;
-	struct stat st;
-	char *buf = NULL, reason[256];
-	size_t cap, got = 0;
-	ssize_t r;
-	int fd = -1;
+	size_t i;
 
-	memset(&c, 0, sizeof(c));
-	c.name = file;
-	c.errs = errs;
-	/* O_NONBLOCK: a FIFO must not hang us before fstat() refuses it. */
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
-	    -1) {
-		snprintf(reason, sizeof(reason), "cannot open: %s",
-		    strerror(errno));
-		goto fail;
-	}
-	if (fstat(fd, &st) == -1) {
-		snprintf(reason, sizeof(reason), "cannot stat: %s",
-		    strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(reason, sizeof(reason), "not a regular file");
-		goto fail;
-	}
-	if (st.st_size > POLICY_FILE_MAX) {
-		snprintf(reason, sizeof(reason), "larger than 1 MiB: not a "
-		    "policy");
-		goto fail;
-	}
-	/* One byte more than stat says, to notice a file growing under us. */
-	cap = (size_t)st.st_size + 1;
-	if ((buf = malloc(cap)) == NULL) {
-		snprintf(reason, sizeof(reason), "out of memory");
-		goto fail;
-	}
-	while (got < cap) {
-		if ((r = read(fd, buf + got, cap - got)) == -1) {
-			if (errno == EINTR)
-				continue;
-			snprintf(reason, sizeof(reason), "cannot read: %s",
-			    strerror(errno));
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	if (got == cap) {
-		snprintf(reason, sizeof(reason), "changed while being read");
-		goto fail;
-	}
-	if ((p = policy_load_buf(buf, got, file, errs)) != NULL &&
-	    (p->p_file = strdup(file)) == NULL) {
-		policy_free(p);
-		p = NULL;
-		snprintf(reason, sizeof(reason), "out of memory");
-		goto fail;
-	}
-	goto out;
- fail:
-	pl_add(&c, NULL, 0, 0, reason);
- out:
-	free(buf);
-	if (fd != -1)
-		close(fd);
-	return p;
+	policy_free(d->pd_pol);
+	for (i = 0; i < d->pd_nbase; i++)
+		free(d->pd_base[i]);
+	free(d->pd_base);
+	memset(d, 0, sizeof(*d));
 }
 
 static void
@@ -1527,6 +1604,12 @@ policy_free(struct policy *p)
 	for (i = 0; i < p->p_nrules; i++)
 		policy_rule_clear(&p->p_rules[i]);
 	free(p->p_rules);
+	for (i = 0; i < p->p_nfiles; i++) {
+		free(p->p_files[i]->ps_file);
+		free(p->p_files[i]->ps_name);
+		free(p->p_files[i]);
+	}
+	free(p->p_files);
 	free(p->p_name);
 	free(p->p_file);
 	free(p);

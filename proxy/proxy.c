@@ -301,13 +301,7 @@ proxy_check(void)
 	for (i = 0; i < st.st_n; i++) {
 		const struct proxy_rec *r = &st.st_v[i];
 
-		if (r->pr_errno != 0) {
-			printf("%s: policy %s: %s\n", r->pr_sb.sb_name,
-			    r->pr_sb.sb_policy, strerror(r->pr_errno));
-			bad = 1;
-			continue;
-		}
-		p = policy_load_buf(r->pr_buf, r->pr_len, r->pr_sb.sb_policy, &errs);
+		p = policy_load_bundle(&r->pr_bundle, &errs);
 		if (p == NULL) {
 			for (k = 0; k < errs.n; k++) {
 				policy_error_fmt(&errs.v[k], line, sizeof(line));

@@ -173,9 +173,7 @@ proxy_conn_check_peek(struct proxy_conn *c, enum peek_status st,
 static void
 proxy_conn_take_verdict(struct proxy_conn *c, const struct policy_verdict *v)
 {
-	if (v->pv_rule != NULL && v->pv_rule->pr_id != NULL)
-		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v->pv_rule->pr_id);
-	c->pc_prule = v->pv_rule;
+	proxy_conn_rule(c, v->pv_rule);
 	c->pc_tls = v->pv_tls;
 	if (v->pv_would_deny && !c->pc_would_deny) {
 		c->pc_would_deny = 1;
@@ -262,6 +260,9 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	if (!policy_decide(p, &q, &v)) {
 		/* Allowed when the VM connected, revoked since: say so. */
 		proxy_conn_asked(c, st, t, h);
+		/* A deny rule's refusal names it (rule, rule_file). */
+		if (v.pv_rule != NULL && v.pv_rule->pr_action == POLICY_ACTION_DENY)
+			proxy_conn_rule(c, v.pv_rule);
 		proxy_conn_deny(c, c->pc_reloaded ? PR_STR(POLICY_RELOAD) :
 		    policy_reason_str(v.pv_reason));
 		return;

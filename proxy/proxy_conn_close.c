@@ -100,11 +100,17 @@ proxy_conn_audit(struct proxy_conn *c, const char *reason)
 	else
 		proxy_conn_addrport(&c->pc_dst, c->pc_dport, dst, sizeof(dst));
 	r.ar_dst = dst;
-	/* splice/inspect is the rule's word: only once a rule decided. */
-	if (c->pc_rule[0] != '\0' && c->pc_proto == POLICY_PROTO_TLS)
+	/*
+	 * splice/inspect is the rule's word: only once a rule decided, and not for a
+	 * refusal by a deny rule (it decides no mode).
+	 */
+	if (c->pc_rule[0] != '\0' && c->pc_proto == POLICY_PROTO_TLS &&
+	    (reason == NULL || c->pc_prule == NULL ||
+	    c->pc_prule->pr_action != POLICY_ACTION_DENY))
 		r.ar_tls = policy_tls_str(c->pc_tls);
 	r.ar_decision = reason != NULL ? "deny" : "allow";
 	r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
+	r.ar_rule_file = r.ar_rule != NULL ? c->pc_rule_file : NULL;
 	r.ar_reason = reason != NULL ? reason :
 	    (c->pc_would_deny ? c->pc_wd_reason : NULL);
 	r.ar_would_deny = reason == NULL && c->pc_would_deny;
@@ -263,6 +269,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason, int rst)
 	free(c->pc_via);
 	free(c->pc_asked_sni);
 	free(c->pc_asked_host);
+	free(c->pc_rule_file);
 	/* A clean end: the mode may keep the upstream for a later connection. */
 	if (reason == NULL && !rst && c->pc_server != NULL && c->pc_mode != NULL &&
 	    c->pc_mode->pm_pool != NULL)
@@ -317,7 +324,25 @@ proxy_conn_precheck(struct proxy_conn *c, const struct policy *p)
 		if (v.pv_would_deny)
 			return NULL;	/* report mode: decided after the peek */
 	}
+	/* A deny rule that refuses every protocol: the record names it. */
+	if (v.pv_rule != NULL && v.pv_rule->pr_action == POLICY_ACTION_DENY)
+		proxy_conn_rule(c, v.pv_rule);
 	return policy_reason_str(v.pv_reason);
+}
+
+void
+proxy_conn_rule(struct proxy_conn *c, const struct policy_rule *r)
+{
+	c->pc_prule = r;
+	if (r == NULL || r->pr_id == NULL)
+		return;
+	snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", r->pr_id);
+	if (c->pc_rule_file != NULL && r->pr_file != NULL &&
+	    strcmp(c->pc_rule_file, r->pr_file) == 0)
+		return;
+	free(c->pc_rule_file);
+	/* Out of memory: the records go without it. */
+	c->pc_rule_file = r->pr_file != NULL ? strdup(r->pr_file) : NULL;
 }
 
 /* Does route (NULL: direct) say what c's dial chose? */
@@ -360,9 +385,7 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	/* Nor may the way out change under a connection that took it. */
 	if (c->pc_routed && !proxy_conn_same_route(c, proxy_upstream_route(p)))
 		return PR_STR(POLICY_RELOAD);
-	if (v.pv_rule != NULL && v.pv_rule->pr_id != NULL)
-		snprintf(c->pc_rule, sizeof(c->pc_rule), "%s", v.pv_rule->pr_id);
-	c->pc_prule = v.pv_rule;	/* within the policy c now holds */
+	proxy_conn_rule(c, v.pv_rule);	/* within the policy c now holds */
 	c->pc_limits = p->p_limits;
 	return NULL;
 }

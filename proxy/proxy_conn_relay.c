@@ -400,6 +400,7 @@ proxy_splice_scan(struct proxy_conn *c)
 		r.ar_dst = dst;
 		r.ar_decision = "deny";
 		r.ar_rule = c->pc_rule[0] != '\0' ? c->pc_rule : NULL;
+		r.ar_rule_file = r.ar_rule != NULL ? c->pc_rule_file : NULL;
 		r.ar_reason = PR_STR(PLACEHOLDER_UNPROTECTED);
 		kv[0] = (struct audit_kv){ .ak_key = "secret",
 		    .ak_str = proxy_keys_secret_name(k, m.sm_id) != NULL ?

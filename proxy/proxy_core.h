@@ -41,12 +41,14 @@ void	proxy_threads_recheck(void);
 unsigned int proxy_threads_count(void);
 
 /* proxy_reader.c: the root state reader */
-/* One sandbox record and its policy file's bytes, as read from the state dir. */
+/*
+ * One sandbox record and the bytes of its policy's files (its own and every base,
+ * policy_bundle_read(); one that could not be read with its error), as read from
+ * the state dir.
+ */
 struct proxy_rec {
 	struct sandbox	 pr_sb;
-	int		 pr_errno;	/* reading the policy file: 0 or errno */
-	char		*pr_buf;
-	size_t		 pr_len;
+	struct policy_bundle pr_bundle;
 };
 
 struct proxy_state {

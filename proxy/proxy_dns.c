@@ -165,6 +165,9 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	rec.dr_reason = res.dr_reason;
 	if (res.dr_rule != NULL)
 		snprintf(rec.dr_rule, sizeof(rec.dr_rule), "%s", res.dr_rule);
+	if (res.dr_rule_file != NULL)
+		snprintf(rec.dr_rule_file, sizeof(rec.dr_rule_file), "%s",
+		    res.dr_rule_file);
 	rec.dr_would_deny = res.dr_would_deny;
 	if (res.dr_outcome == PROXY_DNS_ANSWER)
 		netaddr_fmt(&res.dr_addr, rec.dr_answer, sizeof(rec.dr_answer));

@@ -34,7 +34,12 @@ proxy_dns_outcome_str(enum proxy_dns_outcome o)
 	return "unknown";
 }
 
-/* The first host rule matching name, or NULL.  Ports and protocols do not matter. */
+/*
+ * The first host rule matching name that decides DNS, or NULL: an allow rule
+ * (ports and protocols do not matter), or a deny rule that refuses every connection
+ * to the name (every port and protocol, no http; it comes before every allow rule).
+ * Other deny rules leave the name to the allow rules.
+ */
 static const struct policy_rule *
 dns_rule_find(const struct policy *p, const char *name)
 {
@@ -43,7 +48,11 @@ dns_rule_find(const struct policy *p, const char *name)
 	for (i = 0; i < p->p_nrules; i++) {
 		const struct policy_rule *r = &p->p_rules[i];
 
-		if (!r->pr_is_cidr && hostname_match(r->pr_host, name))
+		if (r->pr_is_cidr || !hostname_match(r->pr_host, name))
+			continue;
+		if (r->pr_action == POLICY_ACTION_ALLOW ||
+		    (r->pr_nports == 0 && r->pr_proto == POLICY_PROTO_TCP &&
+		    r->pr_nmethods == 0 && r->pr_npaths == 0))
 			return r;
 	}
 	return NULL;
@@ -135,16 +144,20 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 		rcode = DNS_RCODE_NXDOMAIN;
 		goto build;
 	}
-	if ((r = dns_rule_find(p, q.dq_name)) != NULL)
+	if ((r = dns_rule_find(p, q.dq_name)) != NULL) {
 		res->dr_rule = r->pr_id;
-	else if (p->p_mode == POLICY_MODE_REPORT) {
-		res->dr_would_deny = 1;
-		res->dr_reason = PR_STR(NAME_NOT_ALLOWED);
-	} else {
-		res->dr_outcome = PROXY_DNS_NXDOMAIN;
-		res->dr_reason = PR_STR(NAME_NOT_ALLOWED);
-		rcode = DNS_RCODE_NXDOMAIN;
-		goto build;
+		res->dr_rule_file = r->pr_file;
+	}
+	if (r == NULL || r->pr_action == POLICY_ACTION_DENY) {
+		res->dr_reason = r == NULL ? PR_STR(NAME_NOT_ALLOWED) :
+		    PR_STR(DENIED_BY_RULE);
+		if (p->p_mode == POLICY_MODE_REPORT)
+			res->dr_would_deny = 1;
+		else {
+			res->dr_outcome = PROXY_DNS_NXDOMAIN;
+			rcode = DNS_RCODE_NXDOMAIN;
+			goto build;
+		}
 	}
 	if (q.dq_qtype != DNS_TYPE_A) {
 		/* No AAAA (the VM speaks IPv4 to us), no HTTPS/SVCB: no ECH keys. */

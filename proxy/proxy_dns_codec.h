@@ -131,7 +131,9 @@ struct proxy_dns_result {
 	uint16_t	 dr_qtype;		/* 0 when there was no question */
 	char		 dr_qname[DNS_NAME_WIRE_MAX + 1]; /* normalised, or dq_qtext */
 	const char	*dr_reason;		/* stable code for denials, or NULL */
-	const char	*dr_rule;		/* id of the rule that allowed, or NULL */
+	const char	*dr_rule;		/* id of the rule that allowed (or, a
+						   denied_by_rule, refused), or NULL */
+	const char	*dr_rule_file;		/* that rule's file, or NULL */
 	int		 dr_would_deny;		/* report mode: enforce would deny */
 	struct netaddr	 dr_addr;		/* the mapped address (PROXY_DNS_ANSWER) */
 };
@@ -142,7 +144,9 @@ struct proxy_dns_result {
  * everything NXDOMAIN).  Decision order: malformed -> FORMERR/NOTIMP/BADVERS; class
  * other than IN -> REFUSED; no policy -> NXDOMAIN; type other than A, AAAA, HTTPS,
  * SVCB -> REFUSED (whatever the name, so other types reveal nothing); an invalid name
- * or one no host rule matches -> NXDOMAIN (in report mode: answered, would_deny);
+ * or one no host allow rule matches -> NXDOMAIN (in report mode: answered,
+ * would_deny); a host deny rule for every port and protocol, without http, that
+ * matches the name before any allow rule does -> NXDOMAIN denied_by_rule (likewise);
  * A -> a mapped address from m; AAAA/HTTPS/SVCB -> NOERROR without data.  Port and
  * protocol of rules do not matter for DNS; cidr rules are not names.
  *

@@ -124,6 +124,7 @@ dns_audit_write(const struct proxy_dns_rec *d)
 	r.ar_src = d->dr_src[0] != '\0' ? d->dr_src : NULL;
 	r.ar_decision = proxy_dns_outcome_is_deny(d->dr_outcome) ? "deny" : "allow";
 	r.ar_rule = d->dr_rule[0] != '\0' ? d->dr_rule : NULL;
+	r.ar_rule_file = d->dr_rule_file[0] != '\0' ? d->dr_rule_file : NULL;
 	r.ar_reason = d->dr_reason;
 	r.ar_would_deny = d->dr_would_deny;
 	if (d->dr_qname[0] != '\0')

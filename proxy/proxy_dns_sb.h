@@ -10,11 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit.h"
 #include "netaddr.h"
 #include "proxy_dns_codec.h"
 #include "sandbox.h"
 
 #define PROXY_DNS_RULE_MAX	128	/* rule ids longer are cut in dns records */
+/* rule_file: one byte past the audit writer's cut, so it marks a cut name */
+#define PROXY_DNS_RULE_FILE_MAX	(AUDIT_STR_MAX + 2)
 
 /* One audit-worthy outcome of a query, as written (or pending). */
 struct proxy_dns_rec {
@@ -25,6 +28,7 @@ struct proxy_dns_rec {
 	enum proxy_dns_outcome dr_outcome;
 	const char	*dr_reason;	/* static string or NULL */
 	char		 dr_rule[PROXY_DNS_RULE_MAX];
+	char		 dr_rule_file[PROXY_DNS_RULE_FILE_MAX];
 	int		 dr_would_deny;
 	char		 dr_answer[NETADDR_STRLEN];
 	uint64_t	 dr_count;	/* 0: the first, written at once */

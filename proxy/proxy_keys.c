@@ -17,7 +17,8 @@
  *
  * A sandbox's CA goes in together with its policy or not at all (issue 11: a refused
  * reload used to leave the sandbox's old policy without a CA).  So each CA entry
- * names the policy it was synced for (the SHA-256 of the file's bytes), and the
+ * names the policy it was synced for (its hash: of the file's bytes, or of its
+ * files' with bases; the reader loads the same bundle the worker gets), and the
  * unprivileged side accepts a policy only with the key image whose entry carries its
  * hash (proxy_keys_for_policy()); a policy it refuses keeps the image it came in
  * with.  The reader makes (or reissues) a CA on disk only for a policy that will be
@@ -303,8 +304,8 @@ pk_build_ca(const char *state_dir, const struct proxy_keys_src *s,
 	 * Refused: the unprivileged side keeps the previous one, whose secrets are
 	 * not known here, so every value goes into the image.
 	 */
-	if (s->ks_policy == NULL ||
-	    (p = policy_load_buf(s->ks_policy, s->ks_len, "policy", NULL)) == NULL) {
+	if (s->ks_bundle == NULL ||
+	    (p = policy_load_bundle(s->ks_bundle, NULL)) == NULL) {
 		kp->pk_all = 1;
 		return 0;
 	}

@@ -100,11 +100,10 @@ struct proxy_keys {
 	struct proxy_keys *pk_live;		/* proxy_keys.c's list */
 };
 
-/* What the reader needs of one sandbox record: its name and policy bytes. */
+/* What the reader needs of one sandbox record: its name and policy's files. */
 struct proxy_keys_src {
 	const char	*ks_sandbox;
-	const char	*ks_policy;	/* NULL: the file could not be read */
-	size_t		 ks_len;
+	const struct policy_bundle *ks_bundle;	/* policy_bundle_read() */
 };
 
 /*

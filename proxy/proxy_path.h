@@ -199,6 +199,8 @@ struct proxy_conn {
 	char			*pc_farewell;
 	size_t			 pc_farewell_len;
 	char			 pc_rule[64];	/* rule id that allowed it */
+	/* pc_rule's file (malloc'd; like pc_rule it outlives a reload), or NULL */
+	char			*pc_rule_file;
 	/* the rule that allowed it, within pc_policy (held): NULL for none */
 	const struct policy_rule *pc_prule;
 	int			 pc_would_deny;	/* report mode */
@@ -268,6 +270,11 @@ int	proxy_conn_current(struct proxy_conn *c);
  * name, port or address that no rule opens is refused at once (before its bytes).
  */
 const char *proxy_conn_precheck(struct proxy_conn *c, const struct policy *p);
+/*
+ * c's rule is now r (within the policy c holds; NULL: none): pc_prule, and the
+ * names its records carry, pc_rule and pc_rule_file (kept when r is NULL).
+ */
+void	proxy_conn_rule(struct proxy_conn *c, const struct policy_rule *r);
 /* Closes w's lingering sockets at once (worker shutdown). */
 void	proxy_conn_linger_free(struct proxy_worker *w);
 /* Drops an outstanding lookup of the dial (c is going away). */

@@ -5,7 +5,8 @@
  * Sandbox records (0600) and policy files stay root-readable only, so before
  * dropping privileges (proxy.c), airlockd forks a small reader that keeps root and
  * does exactly one thing: on a one-byte request it reads every sandbox record and the
- * policy file each record names, and sends the bytes back ('R'), or builds the key
+ * policy file each record names, with every base that file names (the worker has no
+ * file system view to read them from), and sends the bytes back ('R'), or builds the key
  * material for them ('K'; 'A' and a sandbox name for an attach, proxy_keys.h).  It
  * takes no other argument from the unprivileged side, so a compromised worker can
  * learn nothing but what a reload shows anyway.  Parsing happens in the unprivileged
@@ -52,7 +53,6 @@
 #include <openssl/crypto.h>
 
 #include "audit.h"
-#include "file.h"
 #include "log.h"
 #include "proxy_confine.h"
 #include "proxy_core.h"
@@ -81,13 +81,16 @@ proxy_state_free(struct proxy_state *st)
 	size_t i;
 
 	for (i = 0; i < st->st_n; i++)
-		free(st->st_v[i].pr_buf);
+		policy_bundle_free(&st->st_v[i].pr_bundle);
 	free(st->st_v);
 	st->st_v = NULL;
 	st->st_n = 0;
 }
 
-/* Reads every record and its policy here, with this process's rights. */
+/*
+ * Reads every record and its policy's files here, with this process's rights.  A
+ * bundle left empty (out of memory) is a policy that does not load.
+ */
 int
 proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 {
@@ -130,9 +133,8 @@ proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 		struct proxy_rec *r = &st->st_v[i];
 
 		r->pr_sb = sbs[i];
-		if (file_read(r->pr_sb.sb_policy, POLICY_FILE_MAX, &r->pr_buf,
-		    &r->pr_len) == -1)
-			r->pr_errno = errno != 0 ? errno : EIO;
+		if (policy_bundle_read(&r->pr_bundle, r->pr_sb.sb_policy) == -1)
+			policy_bundle_free(&r->pr_bundle);
 		st->st_n++;
 	}
 	ret = 0;
@@ -145,15 +147,51 @@ proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 
 /*
  * The reader's reply: int32 status, uint32 errlen, err bytes; then (status 0)
- * uint32 n, and per record: struct sandbox, int32 errno, uint32 len, the bytes.  The
- * two ends are the same binary, so struct sandbox travels as it is.
+ * uint32 n, and per record: struct sandbox, uint32 nfiles, and per file (its
+ * bundle's texts): a blob of its path, int32 1 and a blob of its bytes, or int32 0
+ * and a blob of its error text.  A blob is a uint32 length and the bytes.  The two
+ * ends are the same binary, so struct sandbox travels as it is.
  */
+#define PROXY_BUNDLE_TEXTS	(POLICY_FILES_MAX * (POLICY_BASES_MAX + 1))
+#define PROXY_TEXT_ERROR_MAX	1024
+
+static int
+proxy_blob_write(int fd, const void *p, size_t len)
+{
+	uint32_t u = (uint32_t)len;
+
+	return proxy_fd_write_full(fd, &u, sizeof(u)) == -1 ||
+	    proxy_fd_write_full(fd, p, len) == -1 ? -1 : 0;
+}
+
+static int
+proxy_bundle_write(int fd, const struct policy_bundle *b)
+{
+	const struct policy_text *t;
+	uint32_t u = (uint32_t)b->pb_n;
+	int32_t has;
+	size_t i;
+
+	if (proxy_fd_write_full(fd, &u, sizeof(u)) == -1)
+		return -1;
+	for (i = 0; i < b->pb_n; i++) {
+		t = &b->pb_v[i];
+		has = t->pt_buf != NULL;
+		if (proxy_blob_write(fd, t->pt_file, strlen(t->pt_file)) == -1 ||
+		    proxy_fd_write_full(fd, &has, sizeof(has)) == -1 ||
+		    (has ? proxy_blob_write(fd, t->pt_buf, t->pt_len) :
+		    proxy_blob_write(fd, t->pt_error, strlen(t->pt_error))) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 proxy_reader_reply(int fd)
 {
 	struct proxy_state st;
 	char err[512] = "";
-	int32_t status, e;
+	int32_t status;
 	uint32_t u;
 	size_t i;
 
@@ -168,16 +206,11 @@ proxy_reader_reply(int fd)
 	u = (uint32_t)st.st_n;
 	if (proxy_fd_write_full(fd, &u, sizeof(u)) == -1)
 		goto error;
-	for (i = 0; i < st.st_n; i++) {
-		e = st.st_v[i].pr_errno;
-		u = (uint32_t)st.st_v[i].pr_len;
+	for (i = 0; i < st.st_n; i++)
 		if (proxy_fd_write_full(fd, &st.st_v[i].pr_sb,
 		    sizeof(st.st_v[i].pr_sb)) == -1 ||
-		    proxy_fd_write_full(fd, &e, sizeof(e)) == -1 ||
-		    proxy_fd_write_full(fd, &u, sizeof(u)) == -1 ||
-		    proxy_fd_write_full(fd, st.st_v[i].pr_buf, u) == -1)
+		    proxy_bundle_write(fd, &st.st_v[i].pr_bundle) == -1)
 			goto error;
-	}
 	proxy_state_free(&st);
 	return 0;
  error:
@@ -210,9 +243,7 @@ proxy_keys_make(const char *only, uint8_t **img, size_t *len)
 		st.st_n = 0;
 	for (i = 0; i < st.st_n; i++) {
 		src[i].ks_sandbox = st.st_v[i].pr_sb.sb_name;
-		src[i].ks_policy = st.st_v[i].pr_errno == 0 ? st.st_v[i].pr_buf :
-		    NULL;
-		src[i].ks_len = st.st_v[i].pr_len;
+		src[i].ks_bundle = &st.st_v[i].pr_bundle;
 	}
 	if ((kb = proxy_keys_collect(proxy_cfg.state_dir, src, st.st_n)) != NULL) {
 		kd = proxy_keyd_load(kb, only, kerr, sizeof(kerr));
@@ -738,14 +769,77 @@ proxy_reader_gone(void)
 	return proxy_child_reap(&proxy_reader_pid);
 }
 
+/*
+ * One blob of at most max bytes into *p (malloc'd, NUL-terminated; *len bytes).
+ * 0; -1 (errno), -2 longer than max, -3 out of memory.
+ */
+static int
+proxy_blob_read(int fd, char **p, size_t *len, size_t max, long long deadline)
+{
+	uint32_t u;
+
+	*p = NULL;
+	if (proxy_fd_read_full(fd, &u, sizeof(u), deadline) == -1)
+		return -1;
+	if (u > max)
+		return -2;
+	if ((*p = malloc((size_t)u + 1)) == NULL)
+		return -3;
+	if (proxy_fd_read_full(fd, *p, u, deadline) == -1) {
+		free(*p);
+		*p = NULL;
+		return -1;
+	}
+	(*p)[u] = '\0';
+	*len = u;
+	return 0;
+}
+
+/* A record's bundle as proxy_bundle_write() sent it, into b.  As proxy_blob_read(). */
+static int
+proxy_bundle_read(int fd, struct policy_bundle *b, long long deadline)
+{
+	char *file = NULL, *data = NULL;
+	size_t flen, dlen;
+	uint32_t n, i;
+	int32_t has;
+	int rv;
+
+	if (proxy_fd_read_full(fd, &n, sizeof(n), deadline) == -1)
+		return -1;
+	if (n > PROXY_BUNDLE_TEXTS)
+		return -2;
+	for (i = 0; i < n; i++) {
+		if ((rv = proxy_blob_read(fd, &file, &flen, PATH_MAX, deadline)) != 0)
+			return rv;
+		if (proxy_fd_read_full(fd, &has, sizeof(has), deadline) == -1) {
+			free(file);
+			return -1;
+		}
+		if ((rv = proxy_blob_read(fd, &data, &dlen, has ? POLICY_FILE_MAX :
+		    PROXY_TEXT_ERROR_MAX, deadline)) == 0 && (strlen(file) != flen ||
+		    (!has && strlen(data) != dlen)))
+			rv = -2;	/* a NUL inside: not what the reader sends */
+		if (rv == 0 && policy_bundle_add(b, file, has ? data : NULL, dlen,
+		    has ? NULL : data) == -1)
+			rv = -3;
+		free(file);
+		free(data);
+		if (rv != 0)
+			return rv;
+	}
+	return 0;
+}
+
 /* Every record and its policy: through the root reader if there is one. */
 int
 proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 {
 	long long deadline;
-	int32_t status, e;
+	int32_t status;
 	uint32_t u, n, i;
 	char c = 'R';
+	int rv;
 
 	if (proxy_reader_fd == -1)
 		return proxy_state_read_local(st, err, errlen);
@@ -780,21 +874,19 @@ proxy_state_read(struct proxy_state *st, char *err, size_t errlen)
 		struct proxy_rec *r = &st->st_v[i];
 
 		if (proxy_fd_read_full(proxy_reader_fd, &r->pr_sb, sizeof(r->pr_sb),
-		    deadline) == -1 ||
-		    proxy_fd_read_full(proxy_reader_fd, &e, sizeof(e), deadline) == -1 ||
-		    proxy_fd_read_full(proxy_reader_fd, &u, sizeof(u), deadline) == -1)
+		    deadline) == -1)
 			goto ioerr;
 		st->st_n++;
-		if (u > POLICY_FILE_MAX)
-			goto proto;
-		r->pr_errno = e;
-		r->pr_len = u;
-		if ((r->pr_buf = malloc(u + 1)) == NULL) {
-			proxy_fmt(err, errlen, "out of memory");
-			goto error;
-		}
-		if (proxy_fd_read_full(proxy_reader_fd, r->pr_buf, u, deadline) == -1)
+		rv = proxy_bundle_read(proxy_reader_fd, &r->pr_bundle, deadline);
+		if (rv == -1)
 			goto ioerr;
+		if (rv == -2)
+			goto proto;
+		if (rv == -3) {
+			/* The rest of the reply is still in the pipe. */
+			proxy_fmt(err, errlen, "state reader: out of memory");
+			goto broken;
+		}
 		/* The strings must end inside their arrays. */
 		r->pr_sb.sb_name[sizeof(r->pr_sb.sb_name) - 1] = '\0';
 		r->pr_sb.sb_iface[sizeof(r->pr_sb.sb_iface) - 1] = '\0';

@@ -24,6 +24,7 @@
 	X(ADDRESS_NOT_ALLOWED, "address_not_allowed", "an address no cidr rule names") \
 	X(ADDRESS_IN_FLOOR, "address_in_floor", "loopback, link-local, metadata, ...") \
 	X(PRIVATE_ADDRESS, "private_address", "a private range no cidr rule names") \
+	X(DENIED_BY_RULE, "denied_by_rule", "an \"action\": \"deny\" rule matches") \
 	/* the connection path */					\
 	X(NOT_REDIRECTED, "not_redirected", "the connection bypassed the redirect") \
 	X(UNMAPPED_ADDRESS, "unmapped_address", "a pool address DNS never gave this sandbox") \

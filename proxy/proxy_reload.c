@@ -142,12 +142,7 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source,
 
 	*failed = 0;
 	jerrs = json_array();
-	if (r->pr_errno != 0) {
-		proxy_fmt(line, sizeof(line), "%s: %s", sb->sb_policy,
-		    strerror(r->pr_errno));
-		json_array_append_new(jerrs, json_string(line));
-	} else if ((p = policy_load_buf(r->pr_buf, r->pr_len, sb->sb_policy,
-	    &errs)) == NULL) {
+	if ((p = policy_load_bundle(&r->pr_bundle, &errs)) == NULL) {
 		for (k = 0; k < errs.n && k < PROXY_ERRORS_SHOWN; k++) {
 			policy_error_fmt(&errs.v[k], line, sizeof(line));
 			json_array_append_new(jerrs, json_string(line));

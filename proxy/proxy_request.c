@@ -153,6 +153,8 @@ proxy_req_audit(struct proxy_req *r, const char *reason, int status)
 	ar.ar_decision = reason != NULL ? "deny" : "allow";
 	ar.ar_rule = r->rq_rule != NULL ? r->rq_rule->pr_id :
 	    (c->pc_rule[0] != '\0' ? c->pc_rule : NULL);
+	ar.ar_rule_file = r->rq_rule != NULL ? r->rq_rule->pr_file :
+	    (ar.ar_rule != NULL ? c->pc_rule_file : NULL);
 	ar.ar_reason = reason != NULL ? reason :
 	    (r->rq_would_deny ? r->rq_wd_reason : NULL);
 	ar.ar_would_deny = reason == NULL && r->rq_would_deny;
@@ -189,6 +191,7 @@ proxy_req_audit_exfil(struct proxy_req *r, const char *reason, int id,
 	/* A redaction lets the (redacted) response through: no decision. */
 	ar.ar_decision = count > 0 ? NULL : "deny";
 	ar.ar_rule = r->rq_rule != NULL ? r->rq_rule->pr_id : NULL;
+	ar.ar_rule_file = r->rq_rule != NULL ? r->rq_rule->pr_file : NULL;
 	ar.ar_reason = reason;
 	if (proxy_keys_secret_name(r->rq_keys, id) != NULL)
 		kv[n++] = (struct audit_kv){ .ak_key = "secret",

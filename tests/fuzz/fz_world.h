@@ -79,9 +79,10 @@ fz_world_init(struct proxy_sandbox *sb, const char *policy, const struct fz_secr
 	{
 		char all[4096];
 		size_t o;
+		struct policy_bundle b[2] = { { NULL, 0 }, { NULL, 0 } };
 		struct proxy_keys_src src[2] = {
-			{ "fz", policy, strlen(policy) },
-			{ "fzall", all, 0 },
+			{ "fz", &b[0] },
+			{ "fzall", &b[1] },
 		};
 
 		o = (size_t)snprintf(all, sizeof(all), "{\"policy\":\"fzall\","
@@ -95,9 +96,14 @@ fz_world_init(struct proxy_sandbox *sb, const char *policy, const struct fz_secr
 			o += (size_t)snprintf(all + o, sizeof(all) - o, "]}");
 		if (o >= sizeof(all))
 			fz_bail("keys", "policy too long");
-		src[1].ks_len = o;
+		if (policy_bundle_add(&b[0], "fz.json", policy, strlen(policy),
+		    NULL) == -1 || policy_bundle_add(&b[1], "fzall.json", all, o,
+		    NULL) == -1)
+			fz_bail("keys", "out of memory");
 		if (proxy_keys_build(dir, src, 2, &img, &len) == -1)
 			fz_bail("keys", "build");
+		policy_bundle_free(&b[0]);
+		policy_bundle_free(&b[1]);
 	}
 	if ((k = proxy_keys_parse(img, len, err, sizeof(err))) == NULL)
 		fz_bail("keys", err);

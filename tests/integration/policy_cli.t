@@ -183,6 +183,83 @@ expect_rc 0 "test --json"
 has out '"decision":"allow"' "  JSON decision"
 has out '"rule":"api"' "  JSON rule"
 
+# --- bases: a base's deny beats the policy's allow; files and hash ---------------
+mkdir -p "$tmp/org"
+cat >"$tmp/org/baseline.json" <<'EOF'
+{ "policy": "org-baseline",
+  "rules": [
+    { "id": "no-paste", "action": "deny", "host": "paste.example.com" },
+    { "id": "read-only", "action": "deny", "host": "api.example.com",
+      "http": { "methods": ["DELETE"] } },
+    { "id": "docs", "host": "docs.example.org" } ] }
+EOF
+cat >"$tmp/own.json" <<'EOF'
+{ "policy": "sandbox",
+  "base": ["org/baseline.json"],
+  "rules": [
+    { "id": "example", "host": "*.example.com", "tls": "inspect" },
+    { "id": "no-docs", "action": "deny", "host": "docs.example.org",
+      "ports": [443] } ] }
+EOF
+run policy test "$tmp/own.json" paste.example.com
+expect_rc 1 "test: a base's deny beats the policy's own allow"
+has out "deny reason=denied_by_rule rule=no-paste file=$tmp/org/baseline.json" \
+    "  names the base's file and rule"
+run policy test "$tmp/own.json" www.example.com
+expect_rc 0 "test: positive control, another name of the wildcard"
+has out "allow rule=example tls=inspect file=$tmp/own.json" "  the policy's own rule"
+run policy test "$tmp/own.json" api.example.com DELETE /x
+expect_rc 1 "test: a base's method deny on a request"
+has out "deny reason=denied_by_rule rule=read-only file=$tmp/org/baseline.json" \
+    "  named"
+run policy test "$tmp/own.json" api.example.com GET /x
+expect_rc 0 "test: positive control, another method"
+run policy test "$tmp/own.json" docs.example.org
+expect_rc 1 "test: the policy's own deny beats the base's allow"
+has out "deny reason=denied_by_rule rule=no-docs file=$tmp/own.json" "  named"
+run policy test --json "$tmp/own.json" paste.example.com
+has out '"rule":"no-paste","file":"'"$tmp"'/org/baseline.json","action":"deny"' \
+    "test --json: file and action"
+run policy check "$tmp/own.json"
+expect_rc 0 "check a policy with a base"
+sum=$(sha256sum "$tmp/own.json" "$tmp/org/baseline.json" | cut -c1-64 | sha256sum |
+    cut -d' ' -f1)
+has out "$tmp/own.json: ok: policy sandbox, 5 rules, mode enforce, sha256 $sum" \
+    "  the hash of the files' hashes (sha256sum ... | cut -c1-64 | sha256sum)"
+has out "  file $tmp/own.json: policy sandbox, 2 rules, sha256 $(sha256sum \
+    "$tmp/own.json" | cut -d' ' -f1)" "  the policy's own file"
+has out "    base $tmp/org/baseline.json: policy org-baseline, 3 rules, sha256 \
+$(sha256sum "$tmp/org/baseline.json" | cut -d' ' -f1)" "  its base, indented"
+run policy check --json "$tmp/own.json"
+has out '"files":[{"file":"'"$tmp"'/own.json","policy":"sandbox","rules":2,"depth":0,' \
+    "check --json: the files"
+# Standard input: its bases are relative to the current folder.
+(cd "$tmp" && "$AIRLOCK" policy test - paste.example.com <own.json >"$tmp/out" 2>&1)
+grep -qF "rule=no-paste file=org/baseline.json" "$tmp/out"
+ok $? "test -: bases relative to the current folder"
+# A missing base, and one in a cycle: errors at the naming file's $.base[i].
+sed 's/org\/baseline.json/org\/gone.json/' "$tmp/own.json" >"$tmp/gone.json"
+run policy check "$tmp/gone.json"
+expect_rc 1 "check: a missing base"
+has err "$tmp/gone.json:2:12: \$.base[0]: base \"org/gone.json\" ($tmp/org/gone.json): cannot open: No such file or directory" \
+    "  FILE:LINE:COL: \$.base[0]: why"
+printf '{ "policy": "loop", "base": ["../loop.json"], "rules": [] }\n' \
+    >"$tmp/org/loop.json"
+sed 's/org\/baseline.json/org\/loop.json/' "$tmp/own.json" >"$tmp/loop.json"
+run policy check "$tmp/loop.json"
+expect_rc 1 "check: a cycle of bases"
+has err "$tmp/org/loop.json:1:30: \$.base[0]: a cycle of bases: $tmp/loop.json -> $tmp/org/loop.json -> $tmp/loop.json" \
+    "  names the cycle"
+# A rule that splices what another file's deny rule decides by method.
+cat >"$tmp/splice.json" <<'EOF'
+{ "policy": "splicer", "base": ["org/baseline.json"],
+  "rules": [ { "id": "api", "host": "api.example.com" } ] }
+EOF
+run policy check "$tmp/splice.json"
+expect_rc 1 "check: a spliced name that a base refuses by method"
+has err "$tmp/splice.json:2:14: \$.rules[0]: rule \"api\" splices api.example.com, where deny rule \"read-only\" of $tmp/org/baseline.json refuses requests by method or path" \
+    "  at the splicing rule"
+
 # usage and policy errors: exit 2
 run policy test "$ca"
 expect_rc 2 "test without HOST"

@@ -3,7 +3,10 @@
 # loads, allows the URLs its clients really fetch (npm install, pip install, cargo,
 # go get, mvn, apt-get, git clone, docker pull, huggingface-cli, the model SDKs)
 # and refuses what it should not open (a push, a write, another host).  A preset in
-# the folder without an allowed URL here fails the test.  No privileges needed.
+# the folder without an allowed URL here fails the test.  Then all of them as the
+# bases of one policy (by absolute and by relative name): their rules decide where the
+# policy's own do not, its own come first and its deny rule beats a preset's allow.
+# No privileges needed.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
@@ -85,6 +88,57 @@ want anthropic deny api.anthropic.com PUT /v1/messages
 want google-ai allow generativelanguage.googleapis.com POST /v1beta/models/gemini-1.5-flash:generateContent
 want google-ai deny generativelanguage.googleapis.com DELETE /v1beta/models/x
 want google-ai deny storage.googleapis.com GET /x
+
+# --- presets as bases: every preset under one policy of its own ------------------
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+top=$(pwd)
+bases=""
+for f in $P/*.json; do
+	bases="$bases${bases:+, }\"$top/$f\""
+done
+cat >"$tmp/own.json" <<EOF
+{ "policy": "on-presets",
+  "base": [$bases],
+  "rules": [
+    { "id": "openai-key", "host": "api.openai.com",
+      "inject": [ { "secret": "openai", "header": "Authorization",
+                    "value": "Bearer {secret}" } ] },
+    { "id": "no-evil-pkg", "action": "deny", "host": "registry.npmjs.org",
+      "http": { "paths": ["/evil-pkg", "/evil-pkg/**"] } } ] }
+EOF
+# relative: a policy in the tree's policies/ naming presets/ beside it
+mkdir -p "$tmp/policies/presets"
+cp $P/pypi.json "$tmp/policies/presets/"
+printf '{ "policy": "rel", "base": ["presets/pypi.json"], "rules": [] }\n' \
+    >"$tmp/policies/rel.json"
+based() {	# based FILE allow|deny HOST METHOD PATH WANT-TEXT
+	local out rc
+	out=$("$AL" policy test "$1" "$3" "$4" "$5" 2>&1)
+	rc=$?
+	is "$rc" "$([ "$2" = allow ] && echo 0 || echo 1)" "as a base: $4 $3$5 $2 ($out)"
+	case $out in
+	*"$6"*) ok 0 "  says: $6" ;;
+	*) ok 1 "  says: $6 (got: $out)" ;;
+	esac
+}
+"$AL" policy check "$tmp/own.json" >"$tmp/check" 2>&1
+ok $? "a policy on every preset loads"
+is "$(grep -c '^    base ' "$tmp/check")" "$(ls $P/*.json | wc -l)" \
+    "  policy check lists each preset as a base"
+based "$tmp/own.json" allow registry.npmjs.org GET /left-pad \
+    "rule=npm-registry tls=inspect file=$top/$P/npm.json"
+based "$tmp/own.json" deny registry.npmjs.org PUT /left-pad \
+    "reason=method_not_allowed rule=npm-registry file=$top/$P/npm.json"
+based "$tmp/own.json" deny registry.npmjs.org GET /evil-pkg/-/evil-pkg-1.0.0.tgz \
+    "reason=denied_by_rule rule=no-evil-pkg file=$tmp/own.json"
+based "$tmp/own.json" allow api.openai.com POST /v1/chat/completions \
+    "rule=openai-key tls=inspect file=$tmp/own.json"
+based "$tmp/own.json" allow files.pythonhosted.org GET /packages/x.whl \
+    "file=$top/$P/pypi.json"
+based "$tmp/own.json" deny evil.example.com GET / "reason=name_not_allowed"
+based "$tmp/policies/rel.json" allow pypi.org GET /simple/requests/ \
+    "file=$tmp/policies/presets/pypi.json"
 
 for f in $P/*.json; do
 	b=$(basename "$f" .json)

@@ -244,6 +244,8 @@ main(int argc, char **argv)
 				r.ar_decision = v;
 			else if (strcmp(w, "rule") == 0)
 				r.ar_rule = v;
+			else if (strcmp(w, "rule_file") == 0)
+				r.ar_rule_file = v;
 			else if (strcmp(w, "reason") == 0)
 				r.ar_reason = v;
 			else if (strcmp(w, "status") == 0)

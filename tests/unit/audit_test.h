@@ -88,6 +88,7 @@ full_record(struct audit_record *r, const char *const *inject)
 	r->ar_status = 200;
 	r->ar_decision = "allow";
 	r->ar_rule = "github-api";
+	r->ar_rule_file = "/etc/airlock/policies/coding-agent.json";
 	r->ar_inject = inject;
 	r->ar_bytes_up = 512;
 	r->ar_bytes_down = 2048;

@@ -52,7 +52,9 @@ test_fields(void)
 	    "\"event\":\"request\",\"src\":\"10.233.0.2:51234\","
 	    "\"dst\":\"api.github.com:443\",\"tls\":\"inspect\",\"method\":\"GET\","
 	    "\"path\":\"/repos/acme/app\",\"status\":200,\"decision\":\"allow\","
-	    "\"rule\":\"github-api\",\"inject\":[\"github_token\",\"npm_token\"],"
+	    "\"rule\":\"github-api\","
+	    "\"rule_file\":\"/etc/airlock/policies/coding-agent.json\","
+	    "\"inject\":[\"github_token\",\"npm_token\"],"
 	    "\"bytes_up\":512,\"bytes_down\":2048,\"ms\":35,"
 	    "\"qname\":\"x.example.com\",\"qtype\":28,\"prev\":\"" AUDIT_ZERO_HASH
 	    "\",\"hash\":\"", (buf[len - 67] = '\0', buf),
@@ -107,6 +109,7 @@ test_escaping(void)
 	r.ar_path = path;
 	r.ar_method = "GET\r\n";
 	r.ar_rule = "\"},{\"hash\":\"";
+	r.ar_rule_file = "/etc/p/org base.json\n\"x\":1";
 	ok(audit_write(log, &r) == 0, "a record full of hostile bytes is written");
 	audit_close(log);
 	buf = slurp(p, &len);
@@ -126,6 +129,11 @@ test_escaping(void)
 	    "seq is not forged by a field");
 	is_string("GET\r\n", json_string_value(json_object_get(o, "method")),
 	    "CR LF round-trip as escapes");
+	is_string("/etc/p/org base.json\n\"x\":1",
+	    json_string_value(json_object_get(o, "rule_file")),
+	    "rule_file round-trips");
+	ok(strstr(buf, "\"rule\":\"\\\"},{\\\"hash\\\":\\\"\",\"rule_file\":") != NULL,
+	    "rule_file follows rule");
 	ok(json_object_get(o, "path") != NULL &&
 	    strncmp(json_string_value(json_object_get(o, "path")), path, 127) == 0,
 	    "the ASCII part of the path round-trips");
@@ -200,9 +208,9 @@ test_bounds(void)
 	kv.ak_num = 0;
 	r.ar_extra = &kv;
 	r.ar_nextra = 1;
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 6; i++) {
 		static const char *const badkeys[] = { "hash", "prev", "seq", "",
-		    "Qname" };
+		    "Qname", "rule_file" };
 
 		kv.ak_key = badkeys[i];
 		errno = 0;

@@ -1,7 +1,9 @@
 /*
  * tests/unit/dns_answer.c: what policy DNS answers (proxy_dns_answer(), pure): allowed
  * names get stable mapped addresses, other names NXDOMAIN, AAAA/HTTPS/SVCB no data,
- * other types and classes REFUSED, report mode, unknown sandbox, malformed queries.
+ * other types and classes REFUSED, report mode, unknown sandbox, malformed queries;
+ * deny rules (of a base): NXDOMAIN for a name one refuses on every port and
+ * protocol, the name left to the allow rules by any other.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -264,6 +266,83 @@ test_malformed(void)
 	is_int(0, rlen, "response buffer too small: nothing to send");
 }
 
+/* A policy with a base, loaded as airlockd loads one. */
+static struct policy *
+deny_policy(const char *mode)
+{
+	struct policy_bundle b = { NULL, 0 };
+	struct policy_errors errs = { 0 };
+	struct policy *p;
+	char own[512], base[1024];
+	static const char base_rules[] = "\"rules\":["
+	    "{\"id\":\"no-evil\",\"action\":\"deny\",\"host\":\"evil.example.org\"},"
+	    "{\"id\":\"no-443\",\"action\":\"deny\",\"host\":\"ports.example.org\","
+	    "\"ports\":[443]},"
+	    "{\"id\":\"no-tls\",\"action\":\"deny\",\"host\":\"tls.example.org\","
+	    "\"protocol\":\"tls\"},"
+	    "{\"id\":\"no-post\",\"action\":\"deny\",\"host\":\"api.example.org\","
+	    "\"http\":{\"methods\":[\"POST\"]}},"
+	    "{\"id\":\"only-deny\",\"action\":\"deny\",\"host\":\"deny.test\","
+	    "\"ports\":[22]}]}";
+
+	/* Report mode only when both files say so. */
+	snprintf(base, sizeof(base), "{\"policy\":\"org\",%s%s", mode, base_rules);
+	snprintf(own, sizeof(own), "{\"policy\":\"own\",%s\"base\":[\"base.json\"],"
+	    "\"rules\":[{\"id\":\"wild\",\"host\":\"*.example.org\","
+	    "\"ports\":[443,8443],\"tls\":\"inspect\"}]}", mode);
+	if (policy_bundle_add(&b, "own.json", own, strlen(own), NULL) == -1 ||
+	    policy_bundle_add(&b, "base.json", base, strlen(base), NULL) == -1)
+		bail("out of memory");
+	if ((p = policy_load_bundle(&b, &errs)) == NULL)
+		bail("the test policy does not load: %s", errs.n > 0 ?
+		    errs.v[0].pe_reason : "?");
+	policy_bundle_free(&b);
+	policy_errors_free(&errs);
+	return p;
+}
+
+static void
+test_deny_rules(void)
+{
+	static const struct {
+		const char *name, *rule, *file, *reason;
+		int rcode;
+	} t[] = {
+		{ "evil.example.org", "no-evil", "base.json", "denied_by_rule",
+		    DNS_RCODE_NXDOMAIN },
+		{ "good.example.org", "wild", "own.json", NULL, DNS_RCODE_NOERROR },
+		{ "ports.example.org", "wild", "own.json", NULL, DNS_RCODE_NOERROR },
+		{ "tls.example.org", "wild", "own.json", NULL, DNS_RCODE_NOERROR },
+		{ "api.example.org", "wild", "own.json", NULL, DNS_RCODE_NOERROR },
+		{ "deny.test", NULL, NULL, "name_not_allowed", DNS_RCODE_NXDOMAIN },
+	};
+	struct policy *p = deny_policy(""), *rp = deny_policy("\"mode\":\"report\",");
+	struct ans a;
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		is_int(t[i].rcode, ask(p, map, t[i].name, DNS_TYPE_A, DNS_CLASS_IN,
+		    &a), "deny rules: %s: rcode %d", t[i].name, t[i].rcode);
+		ok((t[i].rule == NULL && a.res.dr_rule == NULL) ||
+		    (t[i].rule != NULL && a.res.dr_rule != NULL &&
+		    strcmp(t[i].rule, a.res.dr_rule) == 0 && a.res.dr_rule_file != NULL &&
+		    strcmp(t[i].file, a.res.dr_rule_file) == 0),
+		    "  rule %s of %s", t[i].rule ? t[i].rule : "none",
+		    t[i].file ? t[i].file : "none");
+		ok((t[i].reason == NULL && a.res.dr_reason == NULL) ||
+		    (t[i].reason != NULL && a.res.dr_reason != NULL &&
+		    strcmp(t[i].reason, a.res.dr_reason) == 0), "  reason %s",
+		    t[i].reason ? t[i].reason : "none");
+	}
+	is_int(DNS_RCODE_NOERROR, ask(rp, map, "evil.example.org", DNS_TYPE_A,
+	    DNS_CLASS_IN, &a), "report mode: a name a deny rule refuses is answered");
+	ok(a.res.dr_would_deny && a.res.dr_reason != NULL &&
+	    strcmp(a.res.dr_reason, "denied_by_rule") == 0, "  would_deny, "
+	    "denied_by_rule");
+	policy_free(p);
+	policy_free(rp);
+}
+
 int
 main(void)
 {
@@ -273,6 +352,7 @@ main(void)
 	test_denied();
 	test_report();
 	test_malformed();
+	test_deny_rules();
 	proxy_map_free(map);
 	return 0;
 }

@@ -65,14 +65,22 @@ static int ctl = -1;
 static struct proxy_keys_build *
 collect(const char *pa, const char *pb)
 {
+	struct policy_bundle ba = { NULL, 0 }, bb = { NULL, 0 };
 	struct proxy_keys_src src[2] = {
-		{ "sba", pa, pa != NULL ? strlen(pa) : 0 },
-		{ "sbb", pb, pb != NULL ? strlen(pb) : 0 },
+		{ "sba", &ba },
+		{ "sbb", &bb },
 	};
 	struct proxy_keys_build *kb;
 
+	if (policy_bundle_add(&ba, "pa.json", pa, pa != NULL ? strlen(pa) : 0,
+	    "cannot open: No such file or directory") == -1 ||
+	    policy_bundle_add(&bb, "pb.json", pb, pb != NULL ? strlen(pb) : 0,
+	    "cannot open: No such file or directory") == -1)
+		bail("out of memory");
 	if ((kb = proxy_keys_collect(dir, src, 2)) == NULL)
 		bail("collect");
+	policy_bundle_free(&ba);
+	policy_bundle_free(&bb);
 	return kb;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "policy.h"
+#include "policy_test.h"
 #include "../tap.h"
 
 static struct policy_errors errs;
@@ -23,15 +24,10 @@ load(const char *src)
 {
 	struct policy *p;
 	char *buf;
-	size_t i, len = strlen(src);
 
 	policy_errors_free(&errs);
-	if ((buf = strdup(src)) == NULL)
-		bail("out of memory");
-	for (i = 0; i < len; i++)
-		if (buf[i] == '\'')
-			buf[i] = '"';
-	p = policy_load_buf(buf, len, "t.json", &errs);
+	buf = policy_test_dq(src);
+	p = policy_load_buf(buf, strlen(buf), "t.json", &errs);
 	free(buf);
 	return p;
 }
@@ -39,13 +35,7 @@ load(const char *src)
 static void
 show_errors(void)
 {
-	char line[1024];
-	size_t i;
-
-	for (i = 0; i < errs.n; i++) {
-		policy_error_fmt(&errs.v[i], line, sizeof(line));
-		diag("  %s", line);
-	}
+	policy_errors_diag(&errs);
 }
 
 /* The document must fail with exactly one error at path whose reason has sub. */

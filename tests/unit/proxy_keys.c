@@ -57,6 +57,15 @@ check(const struct proxy_keys *k, const char *json)
 	return rv;
 }
 
+/* b holds one file, json, and nothing else. */
+static void
+bset(struct policy_bundle *b, const char *json)
+{
+	policy_bundle_free(b);
+	if (policy_bundle_add(b, "sb.json", json, strlen(json), NULL) == -1)
+		bail("out of memory");
+}
+
 static struct proxy_keys *
 load(const char *dir, const struct proxy_keys_src *src, size_t n)
 {
@@ -79,14 +88,17 @@ main(void)
 	    "{\"id\":\"a\",\"host\":\"api.example.com\",\"tls\":\"inspect\"},"
 	    "{\"id\":\"b\",\"host\":\"*.files.example.com\",\"tls\":\"inspect\"},"
 	    "{\"id\":\"c\",\"host\":\"splice.example.com\"}]}";
+	static const char none[] = "{\"policy\":\"q\",\"rules\":[]}";
+	static const char broken[] = "{\"policy\":";
+	struct policy_bundle b1 = { NULL, 0 }, b2 = { NULL, 0 }, b9 = { NULL, 0 };
 	/*
 	 * sb9's policy does not load: the one in force is its previous one, which the
 	 * reader cannot know, so the images that count it carry every value.
 	 */
 	struct proxy_keys_src src[3] = {
-		{ "sb1", inspect, sizeof(inspect) - 1 },
-		{ "sb2", "{\"policy\":\"q\",\"rules\":[]}", 25 },
-		{ "sb9", "{\"policy\":", 10 },
+		{ "sb1", &b1 },
+		{ "sb2", &b2 },
+		{ "sb9", &b9 },
 	};
 	struct proxy_keys *k;
 	const struct proxy_secret *s;
@@ -100,6 +112,11 @@ main(void)
 	int rv;
 
 	plan_lazy();
+	if (policy_bundle_add(&b1, "sb1.json", inspect, sizeof(inspect) - 1,
+	    NULL) == -1 || policy_bundle_add(&b2, "sb2.json", none,
+	    sizeof(none) - 1, NULL) == -1 || policy_bundle_add(&b9, "sb9.json",
+	    broken, sizeof(broken) - 1, NULL) == -1)
+		bail("out of memory");
 
 	/* No vault, no CA yet: an image that says so; injecting policies refused. */
 	k = load(dir, src, 2);
@@ -150,7 +167,7 @@ main(void)
 	{
 		struct policy *p1 = pol(inspect), *p2 = pol("{\"policy\":\"p\","
 		    "\"rules\":[{\"id\":\"a\",\"host\":\"api.example.com\","
-		    "\"tls\":\"inspect\"}]}"), *p3 = pol(src[1].ks_policy);
+		    "\"tls\":\"inspect\"}]}"), *p3 = pol(none);
 
 		ok(proxy_keys_for_policy(k, "sb1", p1, err, sizeof(err)) == 0,
 		    "the policy the CA was synced for: accepted");
@@ -248,14 +265,18 @@ main(void)
 		static const char proxied[] = "{\"policy\":\"u\",\"rules\":[],"
 		    "\"upstream_proxy\":{\"url\":\"http://proxy.example.com:3128\","
 		    "\"auth\":\"wild\"}}";
+		struct policy_bundle bb[3] = { { NULL, 0 }, { NULL, 0 }, { NULL, 0 } };
 		struct proxy_keys_src bsrc[3] = {
-			{ "sb1", binds, sizeof(binds) - 1 },
-			{ "sb2", "{\"policy\":\"q\",\"rules\":[]}", 25 },
-			{ "sb9", "{\"policy\":", 10 },
+			{ "sb1", &bb[0] },
+			{ "sb2", &bb[1] },
+			{ "sb9", &bb[2] },
 		};
 		const struct proxy_secret *w;
 		struct scan_match m;
 
+		bset(&bb[0], binds);
+		bset(&bb[1], none);
+		bset(&bb[2], broken);
 		k = load(dir, bsrc, 2);
 		s = proxy_keys_secret(k, "tok");
 		w = proxy_keys_secret(k, "wild");
@@ -282,8 +303,7 @@ main(void)
 		    "a policy injecting a withheld secret: refused (%s)", err);
 		proxy_keys_put(k);
 
-		bsrc[1].ks_policy = proxied;
-		bsrc[1].ks_len = sizeof(proxied) - 1;
+		bset(&bb[1], proxied);
 		k = load(dir, bsrc, 2);
 		w = proxy_keys_secret(k, "wild");
 		ok(w != NULL && w->ps_value != NULL && proxy_keys_secret(k,
@@ -298,15 +318,17 @@ main(void)
 		    "a recorded policy that does not load: every value (its previous "
 		    "policy may use any)");
 		proxy_keys_put(k);
-		bsrc[2].ks_policy = "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\","
+		bset(&bb[2], "{\"policy\":\"p\",\"rules\":[{\"id\":\"a\","
 		    "\"host\":\"evil.example.net\",\"inject\":[{\"secret\":\"tok\","
-		    "\"header\":\"Authorization\"}]}]}";
-		bsrc[2].ks_len = strlen(bsrc[2].ks_policy);
+		    "\"header\":\"Authorization\"}]}]}");
 		k = load(dir, bsrc, 3);
 		ok(k != NULL && proxy_keys_secret(k, "short")->ps_value != NULL,
 		    "... nor one that fails the binding check");
 		proxy_keys_put(k);
-		bsrc[0].ks_policy = NULL;	/* unreadable */
+		policy_bundle_free(&bb[0]);	/* unreadable */
+		if (policy_bundle_add(&bb[0], "sb.json", NULL, 0,
+		    "cannot open: Permission denied") == -1)
+			bail("out of memory");
 		k = load(dir, bsrc, 1);
 		ok(k != NULL && proxy_keys_secret(k, "tok")->ps_value != NULL,
 		    "... nor one that cannot be read");
@@ -316,6 +338,8 @@ main(void)
 		    proxy_keys_secret(k, "short")->ps_value == NULL,
 		    "no policy injecting: every value withheld but the proxy's");
 		proxy_keys_put(k);
+		for (rv = 0; rv < 3; rv++)
+			policy_bundle_free(&bb[rv]);
 	}
 
 	/* Malformed images. */
@@ -344,5 +368,7 @@ main(void)
 	ok(k != NULL && k->pk_nsecrets == 0, "... and no secret handed over");
 	proxy_keys_put(k);
 	chmod(path, 0600);
+	policy_bundle_free(&b1);
+	policy_bundle_free(&b2);
 	return 0;
 }
