@@ -370,5 +370,6 @@ main(void)
 	chmod(path, 0600);
 	policy_bundle_free(&b1);
 	policy_bundle_free(&b2);
+	policy_bundle_free(&b9);
 	return 0;
 }
