@@ -132,8 +132,8 @@ ok $? "inspected GET through the sandbox CA reaches api.test ('$out')"
 grep -q "^Authorization: Bearer $CANARY"$'\r'"\$" "$T/rec-api.test"
 ok $? "the canary arrived at api.test in the injected Authorization header"
 sleep 0.3
-audit_has '"event":"request".*"dst":"api.test:443","tls":"inspect","method":"GET","path":"/","status":200,"decision":"allow","rule":"api","inject":\["canary"\]'
-ok $? "request record: method, path, status, rule, inject names"
+audit_has '"event":"request".*"dst":"api.test:443","tls":"inspect","method":"GET","path":"/","status":200,"decision":"allow","rule":"api","rule_file":"'"$T"'/policy.json","inject":\["canary"\]'
+ok $? "request record: method, path, status, rule and its file, inject names"
 
 # A placeholder may stand only in a field the rule injects its secret into.
 code=$(vcurl -o "$T/o0" -w '%{http_code}' -H "X-Token: $PH" https://api.test/echo)

@@ -101,8 +101,8 @@ ok $? "curl --http2: HTTP/2 to the VM, the h2 origin answers ('$(echo $out)')"
 grep -q "^authorization: Bearer $CANARY\$" "$T/rec-h2"
 ok $? "the canary arrived at h2.test in the injected authorization field"
 sleep 0.3
-audit_has '"event":"request".*"dst":"h2.test:443","tls":"inspect","method":"GET","path":"/","status":200,"decision":"allow","rule":"h2","inject":\["canary"\].*"protocol":"h2","stream":1'
-ok $? "one request record for the stream: protocol h2, stream 1, rule, inject"
+audit_has '"event":"request".*"dst":"h2.test:443","tls":"inspect","method":"GET","path":"/","status":200,"decision":"allow","rule":"h2","rule_file":"'"$T"'/policy.json","inject":\["canary"\].*"protocol":"h2","stream":1'
+ok $? "one request record for the stream: protocol h2, stream 1, rule and its file, inject"
 out=$(h2curl -D "$T/hd1" https://h2.test/echo | keep)
 cat "$T/hd1" >>"$T/vm-received"
 echo "$out" | grep -q "^authorization: Bearer $PH\$" &&
