@@ -128,10 +128,8 @@ pk_kept(const char *name, char *const *keep, size_t nkeep)
 	return 0;
 }
 
-/* The vault section: every secret, the values of all or of those in keep. */
 static void
-pk_build_vault(const char *state_dir, struct keymsg_buf *b, int all,
-    char *const *keep, size_t nkeep)
+pk_build_vault(const char *state_dir, struct keymsg_buf *b)
 {
 	struct vault *v = NULL;
 	struct vault_info vi;
@@ -179,10 +177,7 @@ pk_build_vault(const char *state_dir, struct keymsg_buf *b, int all,
 		pk_u32(b, (uint32_t)vi.vi_nhosts);
 		for (j = 0; j < vi.vi_nhosts; j++)
 			pk_str(b, vi.vi_hosts[j]);
-		if (all || pk_kept(vi.vi_name, keep, nkeep))
-			pk_blob(b, s.p, s.n);
-		else
-			pk_blob(b, NULL, 0);	/* withheld */
+		pk_blob(b, s.p, s.n);
 		secret_free(&s);
 	}
 	vault_close(v);
@@ -277,6 +272,49 @@ pk_keep_policy(struct pk_keep *kp, const struct policy *p)
 			pk_keep_add(kp, p->p_rules[i].pr_inject[j].pi_secret);
 	if (up != NULL && up->up_auth[0] != '\0')
 		pk_keep_add(kp, up->up_auth);
+}
+
+/*
+ * The image's head from kv, the vault and host CA as read once for the binding
+ * check: every secret, the value of each in kp (of all, when kp says all).
+ */
+static void
+pk_build_head(struct keymsg_buf *b, const struct proxy_keys *kv,
+    const struct pk_keep *kp)
+{
+	const struct proxy_secret *sc;
+	int all = kp->pk_all || kp->pk_failed, dl;
+	unsigned char *der = NULL;
+	size_t i, j;
+
+	keymsg_buf_put(b, PK_MAGIC, 4);
+	pk_u32(b, kv->pk_vault == 1 ? 0 : kv->pk_vault == 0 ? 1 : 2);
+	pk_str(b, kv->pk_vault_error);
+	pk_u32(b, (uint32_t)kv->pk_nsecrets);
+	for (i = 0; i < kv->pk_nsecrets; i++) {
+		sc = &kv->pk_secrets[i];
+		pk_str(b, sc->ps_name);
+		pk_str(b, sc->ps_placeholder);
+		pk_u32(b, (uint32_t)sc->ps_nhosts);
+		for (j = 0; j < sc->ps_nhosts; j++)
+			pk_str(b, sc->ps_hosts[j]);
+		if (all || pk_kept(sc->ps_name, kp->pk_names, kp->pk_n))
+			pk_blob(b, sc->ps_value, sc->ps_vlen);
+		else
+			pk_blob(b, NULL, 0);	/* withheld */
+	}
+	/* kv's one anchor is the host CA (it was parsed without sandbox CAs). */
+	if (kv->pk_nanchors == 0) {
+		pk_u32(b, 0);
+		return;
+	}
+	if ((dl = i2d_X509(kv->pk_anchors[0], &der)) <= 0) {
+		b->kb_failed = 1;
+		return;
+	}
+	pk_u32(b, 1);
+	pk_blob(b, der, (size_t)dl);
+	OPENSSL_free(der);
 }
 
 /*
@@ -389,7 +427,6 @@ proxy_keys_collect(const char *state_dir, const struct proxy_keys_src *src,
 	uint32_t none = 0;
 	char err[256];
 	size_t i;
-	int all;
 
 	if ((kb = calloc(1, sizeof(*kb))) == NULL)
 		return NULL;
@@ -397,26 +434,28 @@ proxy_keys_collect(const char *state_dir, const struct proxy_keys_src *src,
 		n = PK_CAS_MAX;
 	if (n > 0 && (kb->kb_cas = calloc(n, sizeof(*kb->kb_cas))) == NULL)
 		goto fail;
-	/* The whole vault as the unprivileged side would see it, for the check. */
+	/*
+	 * The vault and host CA, read once: as the unprivileged side would see them
+	 * whole, for the binding check; the image's head is written from that.
+	 */
 	keymsg_buf_put(&full, PK_MAGIC, 4);
-	pk_build_vault(state_dir, &full, 1, NULL, 0);
+	pk_build_vault(state_dir, &full);
 	pk_build_hostca(state_dir, &full);
 	keymsg_buf_put(&full, &none, sizeof(none));
 	if (!full.kb_failed)
 		kv = proxy_keys_parse(full.kb_p, full.kb_len, err, sizeof(err));
 	keymsg_buf_free(&full);
+	if (kv == NULL)
+		goto fail;	/* out of memory */
 	for (i = 0; i < n; i++) {
 		kb->kb_ncas++;
 		if (pk_build_ca(state_dir, &src[i], kv, &kb->kb_cas[i], &keep) == -1)
 			goto fail;
 	}
+	/* The values of the secrets the records bind (all: pk_build_head()). */
+	pk_build_head(&kb->kb_head, kv, &keep);
 	proxy_keys_put(kv);
 	kv = NULL;
-	/* The image's own: the values of the secrets bound (all: keep.pk_all). */
-	all = keep.pk_all || keep.pk_failed;
-	keymsg_buf_put(&kb->kb_head, PK_MAGIC, 4);
-	pk_build_vault(state_dir, &kb->kb_head, all, keep.pk_names, keep.pk_n);
-	pk_build_hostca(state_dir, &kb->kb_head);
 	pk_keep_free(&keep);
 	if (kb->kb_head.kb_failed)
 		goto fail;
