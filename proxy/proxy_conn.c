@@ -202,6 +202,17 @@ proxy_conn_mode(const struct proxy_conn *c, const struct policy_verdict *v)
 	return &proxy_mode_splice;
 }
 
+void
+proxy_conn_query(const struct proxy_conn *c, enum policy_proto proto,
+    struct policy_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->pq_host = c->pc_by_addr ? NULL : c->pc_name;
+	q->pq_addr = &c->pc_dst;
+	q->pq_port = c->pc_dport;
+	q->pq_proto = proto;
+}
+
 /* Keeps what the VM sent for the denial's record (proxy_conn_audit()). */
 static void
 proxy_conn_asked(struct proxy_conn *c, enum peek_status st, const struct peek_tls *t,
@@ -251,11 +262,7 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 			proxy_conn_deny(c, why);
 		return;
 	}
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
-	q.pq_proto = c->pc_proto;
+	proxy_conn_query(c, c->pc_proto, &q);
 	c->pc_state = PC_DECIDED;
 	if (!policy_decide(p, &q, &v)) {
 		/* Allowed when the VM connected, revoked since: say so. */
@@ -435,16 +442,43 @@ proxy_conn_peek_timer(evutil_socket_t fd, short what, void *arg)
 		 */
 		if (evbuffer_get_length(bufferevent_get_input(c->pc_client)) == 0 &&
 		    (ioctl(bufferevent_getfd(c->pc_client), FIONREAD, &pending) == -1 ||
-		    pending == 0)) {
+		    pending == 0) && !c->pc_no_raw) {
 			proxy_conn_peek(c, 0);	/* raw TCP: the server speaks first */
 			return;
 		}
-		/* Some bytes came: the rest of the 10 s deadline for the whole head. */
+		/*
+		 * Some bytes came, or no raw TCP rule could allow this destination (so a
+		 * silent client is no server-speaks-first protocol worth a decision now):
+		 * the rest of the 10 s deadline for the whole head.
+		 */
 		if (evtimer_add(c->pc_timer, &tv) == -1)
 			proxy_conn_deny(c, PR_STR(INTERNAL_ERROR));
 		return;
 	}
+	/* Silent to the end: decided as raw TCP, as the quiet timer would have. */
+	if (c->pc_no_raw && evbuffer_get_length(bufferevent_get_input(c->pc_client)) == 0) {
+		c->pc_no_raw = 0;
+		proxy_conn_peek(c, 0);
+		return;
+	}
 	proxy_conn_deny(c, PR_STR(PEEK_TIMEOUT));
+}
+
+/*
+ * Whether this destination could be let through as raw TCP (a server that speaks
+ * first).  Only then is a client that stays silent for PROXY_PEEK_QUIET_MS decided
+ * as raw TCP at once; otherwise a slow client (a ClientHello late under load) gets
+ * the whole peek deadline, and a silent one is decided as raw TCP at its end.  The
+ * decision itself is always made later, on the policy in force then.
+ */
+static int
+proxy_conn_raw_possible(const struct proxy_conn *c, const struct policy *p)
+{
+	struct policy_query q;
+	struct policy_verdict v;
+
+	proxy_conn_query(c, POLICY_PROTO_TCP, &q);
+	return policy_decide(p, &q, &v);
 }
 
 /* The original destination of a redirected (REDIRECT/DNAT) IPv4 connection. */
@@ -581,6 +615,7 @@ proxy_conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 		c->pc_by_addr = 1;
 	if ((why = proxy_conn_precheck(c, p)) != NULL)
 		goto deny;
+	c->pc_no_raw = !proxy_conn_raw_possible(c, p);
 
 	(void)setsockopt(bufferevent_getfd(c->pc_client), IPPROTO_TCP, TCP_NODELAY,
 	    &one, sizeof(one));

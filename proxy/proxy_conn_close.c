@@ -364,11 +364,7 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	struct policy_query q;
 	struct policy_verdict v;
 
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
-	q.pq_proto = c->pc_proto;
+	proxy_conn_query(c, c->pc_proto, &q);
 	if (!policy_decide(p, &q, &v))
 		return PR_STR(POLICY_RELOAD);
 	/* A connection cannot change mode: the mode says whether it may go on. */

@@ -194,6 +194,7 @@ struct proxy_conn {
 
 	enum policy_proto	 pc_proto;	/* what the first bytes were */
 	int			 pc_quiet;	/* the quiet timer has fired */
+	int			 pc_no_raw;	/* no raw TCP rule could let it through */
 	int			 pc_reloaded;	/* the policy changed since accept */
 	/* sent to the VM by proxy_conn_close() after the audit record, or NULL */
 	char			*pc_farewell;
@@ -265,6 +266,9 @@ void	proxy_conn_close(struct proxy_conn *c, const char *reason, int rst);
  * c->pc_policy current; -1: c was closed (sandbox_removed, policy_reload).
  */
 int	proxy_conn_current(struct proxy_conn *c);
+/* The policy question for c's destination (name or address, port) as proto. */
+void	proxy_conn_query(const struct proxy_conn *c, enum policy_proto proto,
+	    struct policy_query *q);
 /*
  * Would any protocol be allowed to c's destination under p?  NULL, or the reason a
  * name, port or address that no rule opens is refused at once (before its bytes).

@@ -17,7 +17,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/proxynet.sh
-pn_require curl openssl
+pn_require curl openssl python3
 
 set -e
 pn_setup sp
@@ -149,6 +149,37 @@ out=$(inV timeout 5 bash -c "exec 3<>/dev/tcp/$M/443; echo 'SSH-2.0-x' >&3;
     read -r l <&3" 2>&1)
 [ $? -ne 0 ] && audit_has '"dst":"origin.test:443".*"reason":"protocol_not_allowed"'
 ok $? "raw TCP to a tls rule: refused (protocol_not_allowed)"
+
+# The quiet timer (a client silent for 300 ms is a server-speaks-first protocol)
+# applies only where a raw TCP rule could allow the destination: a ClientHello that
+# comes late (a loaded VM) to a tls-only rule is still served, and a client silent
+# to the end of the peek deadline is decided as raw TCP then.
+: >"$T/silent.out"
+inV timeout 20 python3 -c '
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], 443)); t = time.monotonic()
+try:
+    how = "closed" if s.recv(1) == b"" else "data"
+except ConnectionResetError:
+    how = "closed"
+print(how, round(time.monotonic() - t))
+' "$M" >"$T/silent.out" 2>&1 &
+SILENT=$!
+out=$(inV timeout 10 python3 -c '
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = socket.create_connection((sys.argv[1], 443)); time.sleep(1.0)
+t = ctx.wrap_socket(s, server_hostname="origin.test")
+t.sendall(b"GET / HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n")
+print(t.recv(12).decode())
+' "$M" "$T/ca.pem" 2>&1)
+[ "$out" = "HTTP/1.1 200" ]
+ok $? "a ClientHello 1 s late to a tls rule: served (got: $out)"
+wait "$SILENT"
+read -r how secs <"$T/silent.out"
+[ "$how" = closed ] && [ "${secs:-0}" -ge 5 ] &&
+    [ "$(grep -c '"dst":"origin.test:443".*"reason":"protocol_not_allowed"' "$T/audit.jsonl")" -ge 2 ]
+ok $? "a client silent to a tls rule: closed at the peek deadline, protocol_not_allowed ($(cat "$T/silent.out"))"
 
 # Reload: a broken policy keeps the old one; a policy without the git rule closes the
 # live git connection (policy_reload) and leaves the git2 one alone.
