@@ -41,7 +41,9 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -49,6 +51,8 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/util.h>
+
+#include <openssl/crypto.h>
 
 #include "audit.h"
 #include "log.h"
@@ -468,3 +472,29 @@ const struct proxy_mode proxy_mode_splice = {
 	.pm_free = proxy_splice_free,
 	.pm_resume = proxy_conn_relay_update,
 };
+
+static void
+proxy_secret_chain_free(const void *data, size_t len, void *arg)
+{
+	OPENSSL_cleanse((void *)(uintptr_t)data, len);
+	free((void *)(uintptr_t)data);
+}
+
+int
+proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n)
+{
+	void *copy;
+
+	if (n == 0)
+		return 0;
+	if ((copy = malloc(n)) == NULL)
+		return -1;
+	memcpy(copy, p, n);
+	/* On failure libevent calls no cleanup: ours. */
+	if (evbuffer_add_reference(o, copy, n, proxy_secret_chain_free, NULL) == -1) {
+		OPENSSL_cleanse(copy, n);
+		free(copy);
+		return -1;
+	}
+	return 0;
+}

@@ -227,7 +227,8 @@ proxy_conn_tunnel(struct proxy_conn *c)
 	    &why) == -1) || http_buf_add_str(&req, "\r\n") == -1 ||
 	    (c->pc_server = bufferevent_socket_new(c->pc_worker->pw_base, -1,
 	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS)) == NULL ||
-	    bufferevent_write(c->pc_server, req.hb_p, req.hb_len) == -1) {
+	    proxy_evbuffer_add_secret(bufferevent_get_output(c->pc_server), req.hb_p,
+	    req.hb_len) == -1) {
 		proxy_tunnel_req_free(&req);
 		proxy_conn_close(c, why, 1);
 		return;

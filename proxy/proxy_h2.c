@@ -76,6 +76,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,7 @@
 #include <event2/event.h>
 
 #include <nghttp2/nghttp2.h>
+#include <openssl/crypto.h>
 
 #include "log.h"
 #include "policy.h"
@@ -1397,6 +1400,55 @@ up_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *arg)
  * I/O: the sessions' bytes through the two bufferevents.
  */
 
+/*
+ * The origin side's session holds injected values (its copy of a request's fields,
+ * the HPACK-encoded frame before it is sent): every block it frees is wiped first.
+ */
+static void *
+h2_wipe_malloc(size_t n, void *arg)
+{
+	return malloc(n);
+}
+
+static void
+h2_wipe_free(void *p, void *arg)
+{
+	if (p != NULL) {
+		OPENSSL_cleanse(p, malloc_usable_size(p));
+		free(p);
+	}
+}
+
+static void *
+h2_wipe_calloc(size_t nmemb, size_t n, void *arg)
+{
+	return calloc(nmemb, n);
+}
+
+static void *
+h2_wipe_realloc(void *p, size_t n, void *arg)
+{
+	size_t old;
+	void *q;
+
+	if (p == NULL)
+		return malloc(n);
+	if (n == 0) {
+		h2_wipe_free(p, arg);
+		return NULL;
+	}
+	/* Never realloc(): it may move the block and leave the old one unwiped. */
+	if ((q = malloc(n)) == NULL)
+		return NULL;
+	old = malloc_usable_size(p);
+	memcpy(q, p, old < n ? old : n);
+	h2_wipe_free(p, arg);
+	return q;
+}
+
+static nghttp2_mem h2_wipe_mem = { NULL, h2_wipe_malloc, h2_wipe_free,
+    h2_wipe_calloc, h2_wipe_realloc };
+
 /* What session s has to send, onto bev, while bev's output has room. */
 static int
 h2_send(struct proxy_h2 *h2, nghttp2_session *s, struct bufferevent *bev, int up)
@@ -1409,7 +1461,9 @@ h2_send(struct proxy_h2 *h2, nghttp2_session *s, struct bufferevent *bev, int up
 	    (n = nghttp2_session_mem_send(s, &p)) != 0) {
 		if (n < 0)
 			return -1;
-		if (evbuffer_add(o, p, (size_t)n) == -1)
+		/* Towards the origin a HEADERS frame may carry an injected value. */
+		if ((up ? proxy_evbuffer_add_secret(o, p, (size_t)n) :
+		    evbuffer_add(o, p, (size_t)n)) == -1)
 			return -1;
 		h2_count(h2->h2_conn, up, (size_t)n);
 	}
@@ -1632,7 +1686,7 @@ h2_sessions(struct proxy_h2 *h2)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, up_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, up_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, up_stream_close);
-	if (nghttp2_session_client_new2(&h2->h2_up, cb, h2, opt) != 0)
+	if (nghttp2_session_client_new3(&h2->h2_up, cb, h2, opt, &h2_wipe_mem) != 0)
 		goto out;
 	if (nghttp2_submit_settings(h2->h2_vm, NGHTTP2_FLAG_NONE, vm_set,
 	    sizeof(vm_set) / sizeof(vm_set[0])) != 0 ||

@@ -449,7 +449,8 @@ pi_request_start(struct proxy_conn *c)
 	/* From its first byte on, the upstream is not idle until the answer ends. */
 	pi->pi_poolable = 0;
 	pi->pi_up_ka = !pi->pi_r.rq_websocket;
-	if (bufferevent_write(c->pc_server, head.hb_p, head.hb_len) == -1) {
+	if (proxy_evbuffer_add_secret(bufferevent_get_output(c->pc_server), head.hb_p,
+	    head.hb_len) == -1) {
 		http_buf_free(&head);
 		pi_refuse(c, 500, "Internal Server Error", PR_STR(INTERNAL_ERROR),
 		    "internal error");
@@ -1523,7 +1524,8 @@ pi_resend(struct proxy_conn *c)
 
 	pi->pi_poolable = 0;
 	pi_count(c, 1, pi->pi_retry.hb_len);
-	rc = bufferevent_write(c->pc_server, pi->pi_retry.hb_p, pi->pi_retry.hb_len);
+	rc = proxy_evbuffer_add_secret(bufferevent_get_output(c->pc_server),
+	    pi->pi_retry.hb_p, pi->pi_retry.hb_len);
 	http_buf_free(&pi->pi_retry);
 	if (rc == -1) {
 		c->pc_state = PC_INSPECT;

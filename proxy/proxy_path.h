@@ -49,6 +49,7 @@
 
 struct bufferevent;
 struct event;
+struct evbuffer;
 struct evconnlistener;
 struct event_base;
 struct evdns_base;
@@ -333,6 +334,13 @@ void	proxy_conn_tunnel(struct proxy_conn *c);
 void	proxy_conn_relay_start(struct proxy_conn *c);
 /* Re-evaluates which sides may read (EOF, backpressure, rate pause). */
 void	proxy_conn_relay_update(struct proxy_conn *c);
+/*
+ * Appends n bytes that may hold a secret (a head with an injected credential, a
+ * CONNECT with Proxy-Authorization) to o: in a chain of their own, wiped when the
+ * bytes were sent or the buffer is freed, never in libevent's reused chains.  As
+ * evbuffer_add().
+ */
+int	proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n);
 
 /* proxy_inspect.c */
 /*

@@ -158,6 +158,18 @@ ok $? "the worker holds the value sa's policy injects (the scan finds values)"
 ok $? "... but not the value of a secret no recorded policy binds (withheld)"
 [ "$rc" = 0 ] && grep -q "vault.key bytes absent$" "$T/vscan-airlockd"
 ok $? "... nor the vault's key"
+# The injected header as built for the origin: its buffers are wiped once sent (the
+# value itself stays in the key image; "X-Key: value" exists only in a built head).
+for v in --http1.1 --http1.1 --http1.1 --http1.1 --http1.1 --http2 --http2 --http2; do
+	ip netns exec "$VA" curl -sS --max-time 8 $v --cacert "$T/sa.pem" \
+	    -o /dev/null https://api.a.test/ 2>/dev/null
+done
+printf 'X-Key: %s' "$(cat "$T/canary-bound")" >"$T/injected-line"
+"$B/tests/tools/memscan" "$WPID" -r "$T/injected-line" >"$T/iscan" 2>&1
+rc=$?
+sed 's/^/# airlockd: /' "$T/iscan"
+[ "$rc" = 0 ] && grep -q "injected-line bytes absent$" "$T/iscan"
+ok $? "no copy of the injected header line is left in the worker after the requests"
 vscan "$DPID" >"$T/vscan-sup" 2>&1
 [ "$(grep -c ' absent$' "$T/vscan-sup")" = 3 ]
 ok $? "the supervisor holds none of the three"
