@@ -3,8 +3,10 @@
  * for reviewers (docs/AUDIT.md, "The web view"), served by libevent's evhttp from
  * this process, on a loopback address only.
  *
- * What it guards against, since any page the reviewer's browser has open may send
- * it requests: it answers GET (and HEAD) only and writes nothing anywhere; a Host
+ * What it guards against, since every local user can reach loopback and any page
+ * the reviewer's browser has open may send it requests: the API answers only with
+ * the random token this start printed (serve_token_ok()); it answers GET (and
+ * HEAD) only and writes nothing anywhere; a Host
  * header other than the listening address or localhost is refused (a hostile
  * name rebound to 127.0.0.1 cannot read the log); every answer carries a
  * Content-Security-Policy of 'self' with no inline script, nosniff, no referrer and
@@ -35,6 +37,8 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "audit.h"
 #include "cli.h"
@@ -49,6 +53,7 @@
 #define SERVE_EXFIL_RECENT	10
 #define SERVE_STATIC_MAX	(4 * 1024 * 1024)
 #define SERVE_TAIL_WAIT		20	/* seconds, when the request says none */
+#define SERVE_TOKEN_BYTES	32	/* the API's bearer token, random per start */
 
 /* Every answer's headers but Content-Type. */
 static const char *const serve_headers[][2] = {
@@ -71,6 +76,7 @@ struct serve_wait {
 TAILQ_HEAD(serve_waits, serve_wait);
 
 struct serve {
+	char			 sv_token[2 * SERVE_TOKEN_BYTES + 1];
 	struct event_base	*sv_base;
 	struct evhttp		*sv_http;
 	struct audit_index	*sv_ix;
@@ -510,6 +516,32 @@ serve_static(struct serve *sv, struct evhttp_request *req, const char *path)
 	evbuffer_free(b);
 }
 
+/*
+ * 1 if the request carries exactly one "Authorization: Bearer TOKEN" with this
+ * start's token.  Loopback is every local user's: without it anyone on the host
+ * could read the log through the view with the reviewer's rights.  A page of
+ * another origin cannot send the field without a preflight, which gets a 405.
+ */
+static int
+serve_token_ok(struct serve *sv, struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	struct evkeyval *kv;
+	const char *auth = NULL;
+	size_t tl = strlen(sv->sv_token);
+	int n = 0;
+
+	TAILQ_FOREACH(kv, h, next)
+		if (strcasecmp(kv->key, "Authorization") == 0) {
+			auth = kv->value;
+			n++;
+		}
+	if (n != 1 || strncasecmp(auth, "Bearer ", 7) != 0)
+		return 0;
+	auth += 7;
+	return strlen(auth) == tl && CRYPTO_memcmp(auth, sv->sv_token, tl) == 0;
+}
+
 /* 1 if the request carries exactly one Host header and it names us. */
 static int
 serve_host_ok(struct serve *sv, struct evhttp_request *req)
@@ -562,6 +594,14 @@ serve_request(struct evhttp_request *req, void *arg)
 	    evhttp_uri_get_host(u) != NULL ||
 	    (path = evhttp_uri_get_path(u)) == NULL) {
 		serve_error(req, 400, "a request target of a path only");
+		return;
+	}
+	/* The page's own files carry no record: only the API asks for the token. */
+	if (strncmp(path, "/api/", 5) == 0 && !serve_token_ok(sv, req)) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "WWW-Authenticate", "Bearer realm=\"airlock audit serve\"");
+		serve_error(req, 401, "this view's token is missing or wrong: open "
+		    "the address `airlock audit serve` printed, with its #token=");
 		return;
 	}
 	for (i = 0; i < sizeof(api) / sizeof(api[0]); i++)
@@ -683,7 +723,9 @@ cli_audit_serve(char *const *paths, int n, const unsigned char *key,
 	struct timespec t0, t1;
 	struct serve sv;
 	uint16_t port;
+	unsigned char tok[SERVE_TOKEN_BYTES];
 	char err[256];
+	size_t i;
 	int changed, rv = 2;
 
 	memset(&sv, 0, sizeof(sv));
@@ -692,6 +734,13 @@ cli_audit_serve(char *const *paths, int n, const unsigned char *key,
 	sv.sv_keyed = key != NULL;
 	if (serve_listen_parse(&sv, listen) == -1 || serve_web_open(&sv) == -1)
 		goto out;
+	if (RAND_bytes(tok, sizeof(tok)) != 1) {
+		fprintf(stderr, "airlock: audit serve: no random bytes for the token\n");
+		goto out;
+	}
+	for (i = 0; i < sizeof(tok); i++)
+		snprintf(sv.sv_token + 2 * i, 3, "%02x", tok[i]);
+	OPENSSL_cleanse(tok, sizeof(tok));
 	if ((sv.sv_ix = audit_index_new(paths, n, key, keylen)) == NULL) {
 		fprintf(stderr, "airlock: audit serve: out of memory\n");
 		goto out;
@@ -755,8 +804,10 @@ cli_audit_serve(char *const *paths, int n, const unsigned char *key,
 		fprintf(stderr, " at %s:%lld: %s", st.ais_bad_path, st.ais_bad_line,
 		    st.ais_why);
 	fputc('\n', stderr);
-	printf("serving http://%s%s%s:%u/ (read-only; Ctrl-C stops)\n",
-	    sv.sv_v6 ? "[" : "", sv.sv_addr, sv.sv_v6 ? "]" : "", sv.sv_port);
+	/* The token goes to whoever started the view, and nowhere else. */
+	printf("serving http://%s%s%s:%u/#token=%s (read-only; Ctrl-C stops)\n",
+	    sv.sv_v6 ? "[" : "", sv.sv_addr, sv.sv_v6 ? "]" : "", sv.sv_port,
+	    sv.sv_token);
 	fflush(stdout);
 	if (event_base_dispatch(sv.sv_base) == -1) {
 		fprintf(stderr, "airlock: audit serve: the event loop failed\n");

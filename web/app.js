@@ -30,6 +30,25 @@
 	};
 	var FILTER_KEYS = ['sandbox', 'event', 'decision', 'reason', 'host', 'host_part',
 	    'since', 'until', 'q'];
+	/*
+	 * The API's bearer token: printed by `airlock audit serve` as #token= (a
+	 * fragment never leaves the browser), kept for this tab only, and taken out of
+	 * the address bar so that a shared link or bookmark does not carry it.
+	 */
+	var TOKEN = (function () {
+		var m = /(?:^#|&)token=([0-9a-f]{64})(?:&|$)/.exec(location.hash);
+
+		try {
+			if (m)
+				sessionStorage.setItem('airlock-audit-token', m[1]);
+			else
+				return sessionStorage.getItem('airlock-audit-token') || '';
+		} catch (e) {
+			/* no storage: the token lives as long as this page */
+		}
+		return m ? m[1] : '';
+	})();
+	var AUTH = { Authorization: 'Bearer ' + TOKEN };
 
 	/* An element with text (never markup) and children. */
 	function el(tag, attrs, children) {
@@ -82,7 +101,7 @@
 		var q = query(params || {});
 
 		return fetch('/api/' + path + (q ? '?' + q : ''), {
-			credentials: 'same-origin', cache: 'no-store'
+			credentials: 'same-origin', cache: 'no-store', headers: AUTH
 		}).then(function (r) {
 			return r.json().then(function (j) {
 				if (!r.ok)
@@ -423,7 +442,8 @@
 
 		state.tailReq = ctl;
 		$('tail-state').textContent = 'waiting for records after #' + state.lastN;
-		fetch('/api/tail?' + query(p), { signal: ctl.signal, cache: 'no-store' })
+		fetch('/api/tail?' + query(p), { signal: ctl.signal, cache: 'no-store',
+		    headers: AUTH })
 		    .then(function (r) { return r.json(); })
 		    .then(function (j) {
 			var body = $('records').tBodies[0];
@@ -500,6 +520,7 @@
 		setInterval(function () { loadStatus().catch(showError); }, 3000);
 		state.filters = hashFilters();
 		fillForm(state.filters);
+		history.replaceState(null, '', '#' + query(state.filters));
 		loadStatus().then(loadPage).catch(showError);
 	}
 

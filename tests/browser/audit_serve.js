@@ -138,6 +138,16 @@ async function main() {
 	check(/chain ok: \d+ records/.test(await page.textContent('#verify')),
 	    'the header says the chain is ok');
 	await shot(page, '01-loaded.png');
+	check(!(await page.evaluate(() => location.href)).includes('token='),
+	    'the token is taken out of the address bar once read');
+	/* Without the token (a new tab of the bare address): no record shown. */
+	const nt = await context.newPage();
+	await nt.goto(env.MAIN.split('#')[0]);
+	await nt.waitForSelector('#error:not([hidden])');
+	check(await nt.$$eval('#records tbody tr', (r) => r.length) === 0 &&
+	    /token/.test(await nt.textContent('#error')),
+	    'the bare address without the token: an error naming the token, no rows');
+	await nt.close();
 
 	/* 2. One denied host. */
 	let t1 = Date.now();
@@ -156,7 +166,7 @@ async function main() {
 	await shot(page, '02-filtered.png');
 	/* The same filter, from a link. */
 	const page2 = await context.newPage();
-	await page2.goto(env.MAIN + '#host=' + HOST + '&decision=deny');
+	await page2.goto(env.MAIN + '&host=' + HOST + '&decision=deny');
 	await waitTotal(page2, DENIED.length);
 	check((await rows(page2)).length === DENIED.length,
 	    'a link with the filter in its hash shows the same rows');

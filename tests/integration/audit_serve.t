@@ -53,8 +53,13 @@ serve() {
 	URL=""
 	# The index comes first: a SAN build of 100k records takes some seconds.
 	for i in $(seq 1200); do
-		URL=$(sed -n 's|^serving \(http://[^ ]*/\) .*|\1|p' "$T/$name.out")
-		[ -n "$URL" ] && return 0
+		URL=$(sed -n 's|^serving \(http://[^ ]*/\)#token=[0-9a-f]\{64\} .*|\1|p' \
+		    "$T/$name.out")
+		if [ -n "$URL" ]; then
+			TOK[$URL]=$(sed -n 's|^serving http://[^ ]*/#token=\([0-9a-f]*\) .*|\1|p' \
+			    "$T/$name.out")
+			return 0
+		fi
 		kill -0 "$PID" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -68,9 +73,15 @@ stop() {
 	rc=$?
 }
 # get URL [CURL ARGS...]: the body in $T/body, the headers in $T/head, the status in $code.
+# The view's token goes along (Authorization: Bearer) unless NOAUTH=1.
+declare -A TOK
 get() {
-	local u=$1
+	local u=$1 base
 	shift
+	base=$(printf '%s' "$u" | sed -n 's|^\(http://[^/]*/\).*|\1|p')
+	if [ "${NOAUTH:-0}" = 0 ] && [ -n "${TOK[$base]:-}" ]; then
+		set -- -H "Authorization: Bearer ${TOK[$base]}" "$@"
+	fi
 	code=$(curl -s -o "$T/body" -D "$T/head" -w '%{http_code}' "$@" "$u")
 }
 # waiting: until the view's status counts one tail request waiting (at most 10 s).
@@ -162,6 +173,34 @@ port=${hp##*:}
 grep -q "6 records indexed in [0-9]* ms; chain ok" "$T/small.err"
 ok $? "it says what it indexed: $(cat "$T/small.err")"
 
+# The API answers only with this start's token (loopback is every local user's).
+NOAUTH=1 get "${SMALL}api/records"
+is "$code" 401 "the API without the token: 401"
+like "$(header WWW-Authenticate)" '^Bearer ' "... asking for a bearer token"
+grep -q '"api.github.com' "$T/body"
+ok $((! $?)) "... and no record in the answer"
+NOAUTH=1 get "${SMALL}api/status" -H "Authorization: Bearer $(printf '%064d' 0)"
+is "$code" 401 "a wrong token: 401"
+NOAUTH=1 get "${SMALL}api/status" -H "Authorization: Bearer ${TOK[$SMALL]}" \
+    -H "Authorization: Bearer ${TOK[$SMALL]}"
+is "$code" 401 "the token twice: 401"
+NOAUTH=1 get "${SMALL}api/status" -H "Authorization: Bearer ${TOK[$SMALL]}x"
+is "$code" 401 "the token with a byte more: 401"
+get "${SMALL}api/records"
+is "$code" 200 "with the token: 200 (positive control)"
+grep -q '"api.github.com' "$T/body"
+ok $? "... with the records"
+NOAUTH=1 get "${SMALL}"
+is "$code" 200 "the page itself (no record in it) needs no token"
+serve small2 --listen 127.0.0.1:0 "$small" || fail "a second view starts"
+[ -n "${TOK[$URL]:-}" ] && [ "${TOK[$URL]}" != "${TOK[$SMALL]}" ]
+ok $? "each start has its own token"
+NOAUTH=1 get "${URL}api/status" -H "Authorization: Bearer ${TOK[$SMALL]}"
+is "$code" 401 "... another view's token is refused"
+stop "$PID"
+grep -q "${TOK[$SMALL]}" "$T/small.err"
+ok $((! $?)) "the token is on stdout only, not in the log (stderr)"
+
 get "$SMALL"
 is "$code" 200 "GET /: 200"
 is "$(header Content-Type)" "text/html; charset=utf-8" "... text/html"
@@ -212,7 +251,7 @@ like "$(raw "GET http://evil.example/api/status HTTP/1.1\r\nHost: $hp\r\nConnect
     '^HTTP/1\.1 400' "an absolute-form target: 400"
 like "$(raw "GET /api/status HTTP/1.0\r\n\r\n")" '^HTTP/1\.[01] 403' \
     "no Host header (HTTP/1.0): 403"
-like "$(raw "GET /api/status HTTP/1.1\r\nHost: $hp\r\nConnection: close\r\n\r\n")" \
+like "$(raw "GET /api/status HTTP/1.1\r\nHost: $hp\r\nAuthorization: Bearer ${TOK[$SMALL]}\r\nConnection: close\r\n\r\n")" \
     '^HTTP/1\.1 200' "the same raw request with one good Host: 200 (positive control)"
 
 # Read-only: GET and HEAD only.
@@ -367,7 +406,7 @@ json '@{$j->{items}} == 0 && $j->{last} == 6'
 ok $? "tail after a record the log does not have (read again shorter): answered, last 6"
 # A long poll, woken by an append: once the status counts it waiting, two records
 # are appended, the first not for it (a sandbox it does not ask for).
-curl -s -o "$T/tail.json" "${SMALL}api/tail?after=6&wait=20&sandbox=late" &
+curl -s -H "Authorization: Bearer ${TOK[$SMALL]}" -o "$T/tail.json" "${SMALL}api/tail?after=6&wait=20&sandbox=late" &
 cpid=$!
 waiting
 ok $? "a tail request with nothing to answer waits (status: 1 waiting)"
@@ -399,7 +438,7 @@ ok $? "... where audit verify says it is"
 get "${SMALL}api/record?n=9"
 json '!$j->{verified} && $j->{chain}{seq} == 2 && !$j->{chain}{links}'
 ok $? "... record 9: not verified, its prev does not link to record 8"
-curl -s -o "$T/tail2.json" -w '%{http_code}' "${SMALL}api/tail?after=9&wait=20" >"$T/tail2.code" &
+curl -s -H "Authorization: Bearer ${TOK[$SMALL]}" -o "$T/tail2.json" -w '%{http_code}' "${SMALL}api/tail?after=9&wait=20" >"$T/tail2.code" &
 cpid=$!
 waiting
 stop "$SMALL_PID"
@@ -481,11 +520,11 @@ sed -i "${TLINE}s/\"ts\":\"2026-12-/\"ts\":\"2026-11-/" "$T/bigt.jsonl"
 grep -q ":$TLINE: hash mismatch" "$T/out"
 ok $? "a copy with line $TLINE edited: audit verify says line $TLINE"
 serve big --listen 127.0.0.1:0 "$T/big.jsonl" || { fail "the view of $N records starts"; done_testing; }
-MAIN=$URL
+MAIN="$URL#token=${TOK[$URL]}"
 BIG_PID=$PID
 diag "$(cat "$T/big.err")"
 serve bigt --listen 127.0.0.1:0 "$T/bigt.jsonl" || { fail "the tampered view starts"; done_testing; }
-TAMPERED=$URL
+TAMPERED="$URL#token=${TOK[$URL]}"
 BIGT_PID=$PID
 printf '%s\n' \
     'ts=2026-12-03T00:00:00.000Z sandbox=demo event=connect dst=tail.test:443 decision=allow rule=r' \

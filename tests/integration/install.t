@@ -82,7 +82,7 @@ for i in $(seq 100); do
 	kill -0 "$VPID" 2>/dev/null || break
 	sleep 0.1
 done
-vurl=$(sed -n 's|^serving \(http://[^ ]*/\) .*|\1|p' "$T/view.out")
+vurl=$(sed -n 's|^serving \(http://[^ #]*/\)#token=[0-9a-f]* .*|\1|p' "$T/view.out")
 [ -n "$vurl" ] && curl -s "$vurl" >"$T/view.html" &&
     cmp -s "$T/view.html" "$D/usr/share/airlock/web/index.html" &&
     grep -q 'the installed copy' "$T/view.html"
