@@ -197,7 +197,8 @@ netctl_tap_create(const char *ifname, uid_t owner, const struct netaddr *host,
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	/* TUN_EXCL: never attach to a tap of the same name someone else made. */
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_TUN_EXCL;
+	/* 0x8000 does not fit a short: the kernel reads the same bits back. */
+	ifr.ifr_flags = (short)(IFF_TAP | IFF_NO_PI | IFF_TUN_EXCL);
 	memcpy(ifr.ifr_name, ifname, strlen(ifname));
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
 		if (errno == EBUSY)
