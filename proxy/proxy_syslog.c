@@ -61,6 +61,7 @@
 
 struct sl_frame {
 	TAILQ_ENTRY(sl_frame) f_entry;
+	long long	 f_seq, f_ts;	/* the record's */
 	size_t		 f_len;
 	char		 f_data[];
 };
@@ -99,6 +100,19 @@ static char		 sl_target[300];
 static void	sl_pump(void);
 static void	sl_connect(void);
 
+/* A record not sent: counted for the next sink_overflow.  sl_mtx held. */
+static void
+sl_drop(long long seq, long long ts_ms)
+{
+	if (sl_drop_n++ == 0) {
+		sl_drop_seq[0] = seq;
+		sl_drop_ts[0] = ts_ms;
+	}
+	sl_drop_seq[1] = seq;
+	sl_drop_ts[1] = ts_ms;
+	__atomic_fetch_add(&sl_dropped, 1, __ATOMIC_RELAXED);
+}
+
 /* The writer's tap: frame the line, queue it or count it dropped. */
 static void
 sl_tap(void *arg, enum audit_event ev, long long seq, long long ts_ms,
@@ -117,17 +131,12 @@ sl_tap(void *arg, enum audit_event ev, long long seq, long long ts_ms,
 		memcpy(f->f_data, hdr, hlen);
 		memcpy(f->f_data + hlen, line, len);
 		f->f_len = hlen + len;
+		f->f_seq = seq;
+		f->f_ts = ts_ms;
 		TAILQ_INSERT_TAIL(&sl_q, f, f_entry);
 		sl_n++;
-	} else {
-		if (sl_drop_n++ == 0) {
-			sl_drop_seq[0] = seq;
-			sl_drop_ts[0] = ts_ms;
-		}
-		sl_drop_seq[1] = seq;
-		sl_drop_ts[1] = ts_ms;
-		__atomic_fetch_add(&sl_dropped, 1, __ATOMIC_RELAXED);
-	}
+	} else
+		sl_drop(seq, ts_ms);
 	pthread_mutex_unlock(&sl_mtx);
 	/* Before the thread starts (the records of the start) they only queue. */
 	if (f != NULL && __atomic_load_n(&sl_thr_on, __ATOMIC_ACQUIRE))
@@ -282,13 +291,15 @@ sl_pump(void)
 				break;
 			}
 			if (n == -1 && errno == EMSGSIZE) {
-				log_warnx("audit syslog sink %s: a record of %zu "
-				    "bytes is too long for a datagram: dropped",
-				    sl_target, f->f_len);
-				sl_pop(f);
-				__atomic_fetch_sub(&sl_sent, 1, __ATOMIC_RELAXED);
-				__atomic_fetch_add(&sl_dropped, 1,
-				    __ATOMIC_RELAXED);
+				log_warnx("audit syslog sink %s: the record of seq "
+				    "%lld (%zu bytes) is too long for a datagram: "
+				    "dropped", sl_target, f->f_seq, f->f_len);
+				pthread_mutex_lock(&sl_mtx);
+				TAILQ_REMOVE(&sl_q, f, f_entry);
+				sl_n--;
+				sl_drop(f->f_seq, f->f_ts);
+				pthread_mutex_unlock(&sl_mtx);
+				free(f);
 				continue;
 			}
 			if (n == -1) {
