@@ -9,7 +9,7 @@ nghttp2-client python3-h2 python3-grpcio gdb prometheus
 clang libclang-rt-14-dev
 iproute2 nftables curl openssl bind9-dnsutils wrk groff-base man-db
 qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu busybox-static cpio lz4
-ca-certificates squid-openssl chromium"
+ca-certificates squid-openssl chromium rsyslog rsyslog-openssl"
 # (vmm: libvirtd + QEMU without libvirt-daemon-system, whose service scripts,
 # polkit and firewall dependencies are not needed: the VM tests start a private
 # libvirtd; busybox-static, cpio, lz4 build the default guest image; groff-base and
@@ -18,7 +18,9 @@ ca-certificates squid-openssl chromium"
 # test's namespaces: Debian's other build, squid, conflicts with it, and make bench
 # installs this one; chromium, and node with npm below, run the audit view's browser
 # test, tests/integration/audit_serve.t, which installs its npm packages itself from
-# tests/browser.)
+# tests/browser; rsyslog and rsyslog-openssl are the collectors of
+# tests/integration/audit_syslog.t, started by that test alone, with its own
+# configuration: their service is not needed.)
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||

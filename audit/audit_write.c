@@ -84,6 +84,8 @@ struct audit_log {
 	void		(*lg_watch)(void *);
 	void		*lg_watch_arg;
 	int		 lg_watch_told;	/* lg_watch called, not yet answered */
+	audit_tap_fn	 lg_tap;	/* every line written (lg_mtx) */
+	void		*lg_tap_arg;
 };
 
 static int	log_checkpoint(struct audit_log *, const char *);
@@ -103,6 +105,7 @@ static const char *const audit_events[] = {
 	[AUDIT_EV_ALARM] = "alarm",
 	[AUDIT_EV_CHECKPOINT] = "checkpoint",
 	[AUDIT_EV_ROTATE] = "rotate",
+	[AUDIT_EV_SINK_OVERFLOW] = "sink_overflow",
 };
 
 /* Field names an extra key may not take: it would shadow or forge them. */
@@ -1063,6 +1066,9 @@ log_append(struct audit_log *log, const struct audit_record *r, long long ts_ms)
 	if (!log->lg_err_sync)
 		__atomic_store_n(&log->lg_err, 0, __ATOMIC_RELAXED);
 	log->lg_since_cp++;
+	if (log->lg_tap != NULL)
+		log->lg_tap(log->lg_tap_arg, r->ar_event, log->lg_seq, ts_ms, line,
+		    len - 1);
 	log_watch_check(log);
 	rv = 0;
  out:
@@ -1341,6 +1347,15 @@ audit_set_signer(struct audit_log *log, audit_sign_fn fn, void *arg)
 	pthread_mutex_lock(&log->lg_mtx);
 	log->lg_sign = fn;
 	log->lg_sign_arg = arg;
+	pthread_mutex_unlock(&log->lg_mtx);
+}
+
+void
+audit_set_tap(struct audit_log *log, audit_tap_fn fn, void *arg)
+{
+	pthread_mutex_lock(&log->lg_mtx);
+	log->lg_tap = fn;
+	log->lg_tap_arg = arg;
 	pthread_mutex_unlock(&log->lg_mtx);
 }
 

@@ -58,6 +58,8 @@ enum audit_event {
 	   refuses them. */
 	AUDIT_EV_CHECKPOINT,	/* the chain's head, signed (or why not) */
 	AUDIT_EV_ROTATE,	/* the first record of a new file of the chain */
+	/* Records the syslog sink (audit.syslog) dropped while its queue was full. */
+	AUDIT_EV_SINK_OVERFLOW,
 };
 
 /* How audit_write() aggregates a denial. */
@@ -353,6 +355,44 @@ int	audit_path_head(const char *path, const unsigned char *key, size_t keylen,
 /* Last record's seq (0 if none) and hash (hex, 65 bytes with NUL) of the chain. */
 long long audit_head(struct audit_log *log, char hash[AUDIT_HASH_HEX + 1]);
 void	audit_close(struct audit_log *log);
+/*
+ * A tap: fn(arg, ev, seq, ts_ms, line, len) is called for every record once its
+ * line is in the file (len bytes, without the newline; ts_ms the record's ts),
+ * with the log's lock held, in the order of the chain: it must be quick (copy
+ * the line and wake someone) and must not write to the log.  NULL: none.
+ */
+typedef void (*audit_tap_fn)(void *arg, enum audit_event ev, long long seq,
+	    long long ts_ms, const char *line, size_t len);
+void	audit_set_tap(struct audit_log *log, audit_tap_fn fn, void *arg);
+
+/*
+ * Syslog framing of audit lines (audit_syslog.c; airlockd's sink is
+ * proxy/proxy_syslog.c).  One RFC 5424 message per record:
+ *	<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID - MSG
+ * PRI = facility * 8 + severity (audit_syslog_severity()), TIMESTAMP the record's
+ * ts (UTC, milliseconds), MSGID the record's event, no structured data, and MSG
+ * the line exactly as the file holds it, without the newline.  Over a stream
+ * (TCP, TLS) each message is preceded by its length and a space (RFC 6587
+ * octet counting); over a datagram socket it is one datagram as it is.
+ */
+#define AUDIT_SYSLOG_HDR_MAX	512	/* a header, "LEN " included, at most */
+#define AUDIT_SYSLOG_APP_MAX	48	/* APP-NAME: 1..48 printable ASCII */
+/* The severity of a record of event ev: alarm 4, deny, exfil, sink_overflow 5,
+   others 6. */
+int	audit_syslog_severity(enum audit_event ev);
+/* 1 if s is a valid APP-NAME (or HOSTNAME with max 255): max printable ASCII
+   bytes, no space. */
+int	audit_syslog_name_is_valid(const char *s, size_t max);
+/*
+ * The header of the message that carries msglen bytes of line (a record of ev at
+ * ts_ms) into buf: "LEN " first when octet_count (LEN counting the header after
+ * it and the line), then the RFC 5424 header up to MSG.  host and app must be
+ * valid names (else "-" is written for them), procid > 0 (else "-").  Returns the
+ * header's length, or 0 when it does not fit or ts_ms is out of range.
+ */
+size_t	audit_syslog_header(char *buf, size_t len, int facility, enum audit_event ev,
+	    long long ts_ms, const char *host, const char *app, long procid,
+	    size_t msglen, int octet_count);
 /* "dns", "connect", ...; NULL for a value outside the enum. */
 const char *audit_event_str(enum audit_event ev);
 /* The event named s into *ev.  Returns 0, or -1 for an unknown name. */

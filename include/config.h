@@ -26,6 +26,16 @@
 #define CONFIG_AUDIT_MAX_BYTES_MAX	(1LL << 40)	/* 1 TiB */
 #define CONFIG_AUDIT_KEEP_MAX		100
 
+/* audit.syslog: its transports, the queue's bounds, APP-NAME's length. */
+enum audit_syslog_proto {
+	AUDIT_SYSLOG_UNIX = 0,		/* "unix:/PATH": datagrams */
+	AUDIT_SYSLOG_TCP,		/* "tcp:HOST:PORT": octet counting */
+	AUDIT_SYSLOG_TLS,		/* "tls:HOST:PORT": the same in TLS */
+};
+#define CONFIG_SYSLOG_QUEUE_MAX		1000000
+#define CONFIG_SYSLOG_QUEUE_DEFAULT	10000
+#define CONFIG_SYSLOG_APP_MAX		48
+
 /* audit.fsync: when the audit log's writer calls fsync(2). */
 enum audit_fsync {
 	AUDIT_FSYNC_NEVER = 0,		/* flush only */
@@ -58,6 +68,21 @@ struct airlock_config {
 	long long	audit_sign_every;		/* 1000 records */
 	long long	audit_max_bytes;		/* 0: no rotation by size */
 	unsigned int	audit_keep;			/* 5 rotated files */
+	/*
+	 * audit.syslog: null (syslog_on 0), or a collector every record goes to
+	 * as it is written (proxy/proxy_syslog.c).
+	 */
+	int		syslog_on;
+	enum audit_syslog_proto syslog_proto;
+	char		syslog_path[108];		/* unix: the socket */
+	char		syslog_host[HOSTNAME_MAX + 1];	/* tcp, tls: a name or IPv4 */
+	int		syslog_host_is_addr;		/* ... an IPv4 literal: */
+	struct netaddr	syslog_addr;
+	uint16_t	syslog_port;
+	char		syslog_ca[PATH_MAX];		/* tls: the CAs' PEM file */
+	unsigned int	syslog_queue;			/* 10000 records */
+	int		syslog_facility;		/* 16: local0 */
+	char		syslog_app[CONFIG_SYSLOG_APP_MAX + 1];	/* "airlock" */
 	char		libvirt_uri[256];		/* qemu:///system */
 	char		user[64];			/* "airlock": airlockd drops to it */
 	int		metrics_on;			/* metrics_listen: null (0) */
@@ -96,7 +121,8 @@ void	config_defaults(struct airlock_config *c);
  * portable user name, upstream_proxy null or {"url": "http://HOST:PORT", "auth":
  * null | "SECRET"} (upstream_url_parse(); an IPv4 literal not in either pool; auth
  * only with a host name, which the vault can bind the secret to), the
- * upstream_pool_* integers within 0..CONFIG_POOL_*_MAX.
+ * upstream_pool_* integers within 0..CONFIG_POOL_*_MAX, audit.syslog null or
+ * {"target", "ca", "queue", "facility", "app_name"} (docs/CONFIGURATION.md).
  *
  * When state_dir is overridden (--state-dir wins over $AIRLOCK_STATE_DIR; an empty
  * $AIRLOCK_STATE_DIR is ignored; a relative directory is taken from the current

@@ -90,6 +90,7 @@ enum config_audit_key {
 	CK_AUDIT_SIGN_EVERY,
 	CK_AUDIT_MAX_BYTES,
 	CK_AUDIT_KEEP,
+	CK_AUDIT_SYSLOG,
 };
 
 static const struct strtab config_audit_keys[] = {
@@ -101,6 +102,7 @@ static const struct strtab config_audit_keys[] = {
 	{ "sign_every", CK_AUDIT_SIGN_EVERY },
 	{ "max_bytes", CK_AUDIT_MAX_BYTES },
 	{ "keep", CK_AUDIT_KEEP },
+	{ "syslog", CK_AUDIT_SYSLOG },
 	{ NULL, 0 }
 };
 
@@ -278,6 +280,9 @@ config_defaults(struct airlock_config *c)
 	c->audit_sign_every = 1000;
 	c->audit_max_bytes = 0;
 	c->audit_keep = 5;
+	c->syslog_queue = CONFIG_SYSLOG_QUEUE_DEFAULT;
+	c->syslog_facility = 16;
+	snprintf(c->syslog_app, sizeof(c->syslog_app), "airlock");
 	snprintf(c->libvirt_uri, sizeof(c->libvirt_uri), "qemu:///system");
 	snprintf(c->user, sizeof(c->user), "airlock");
 	c->pool_idle_ms = 30000;
@@ -479,6 +484,163 @@ config_audit_path_or_null(struct config_ctx *cc, const char *k, const json_t *v,
 	return config_path(cc, "audit", k, v, dst, dstlen, PATH_MAX - 1);
 }
 
+/* The facilities of RFC 5424, by their number. */
+static const char *const config_facilities[24] = {
+	"kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp",
+	"cron", "authpriv", "ftp", "ntp", "security", "console", "solaris-cron",
+	"local0", "local1", "local2", "local3", "local4", "local5", "local6",
+	"local7",
+};
+
+/* "FILE:LINE:COL: $.audit.syslog.K: reason", at the position of "syslog". */
+static int __attribute__((format(printf, 3, 4)))
+config_syslog_error(struct config_ctx *cc, const char *k, const char *fmt, ...)
+{
+	char reason[256], key[80];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	config_key_print(k, key, sizeof(key));
+	return config_error(cc, "audit", "syslog", "%s%s%s", key,
+	    key[0] != '\0' ? ": " : "", reason);
+}
+
+/*
+ * audit.syslog.target: "unix:/PATH", "tcp:HOST:PORT" or "tls:HOST:PORT", HOST an
+ * IPv4 address outside the floor or a host name (upstream_url_parse()'s rules,
+ * the same as for an upstream proxy: airlockd's sockets never reach the floor).
+ */
+static int
+config_syslog_target(struct config_ctx *cc, const json_t *v,
+    struct airlock_config *c)
+{
+	struct upstream_proxy up;
+	const char *s, *why;
+	char url[UPSTREAM_URL_MAX + 16];
+	size_t len;
+
+	if (!json_is_string(v))
+		return config_syslog_error(cc, "target", "must be a string "
+		    "(\"unix:/PATH\", \"tcp:HOST:PORT\" or \"tls:HOST:PORT\")");
+	s = json_string_value(v);
+	len = json_string_length(v);
+	if (len != strlen(s))
+		return config_syslog_error(cc, "target", "must not contain NUL");
+	if (strncmp(s, "unix:", 5) == 0) {
+		if (s[5] != '/')
+			return config_syslog_error(cc, "target", "unix: needs an "
+			    "absolute path");
+		if (len - 5 > CONFIG_SUN_PATH_MAX)
+			return config_syslog_error(cc, "target", "the socket path is "
+			    "longer than %zu bytes", (size_t)CONFIG_SUN_PATH_MAX);
+		c->syslog_proto = AUDIT_SYSLOG_UNIX;
+		memcpy(c->syslog_path, s + 5, len - 5 + 1);
+		return 0;
+	}
+	if (strncmp(s, "tcp:", 4) == 0)
+		c->syslog_proto = AUDIT_SYSLOG_TCP;
+	else if (strncmp(s, "tls:", 4) == 0)
+		c->syslog_proto = AUDIT_SYSLOG_TLS;
+	else
+		return config_syslog_error(cc, "target", "must start with "
+		    "\"unix:\", \"tcp:\" or \"tls:\"");
+	if (len - 4 > UPSTREAM_URL_MAX - 7)
+		return config_syslog_error(cc, "target", "too long");
+	snprintf(url, sizeof(url), "http://%s", s + 4);
+	if (strchr(s + 4, '/') != NULL || strchr(s + 4, '@') != NULL ||
+	    upstream_url_parse(url, strlen(url), &up, &why) == -1)
+		return config_syslog_error(cc, "target", "not HOST:PORT (an IPv4 "
+		    "address outside the floor or a host name, and a port "
+		    "1..65535)%s%s", strchr(s + 4, '/') != NULL ||
+		    strchr(s + 4, '@') != NULL ? "" : ": ",
+		    strchr(s + 4, '/') != NULL || strchr(s + 4, '@') != NULL ? "" :
+		    why);
+	memcpy(c->syslog_host, up.up_host, sizeof(c->syslog_host));
+	c->syslog_host_is_addr = up.up_is_addr;
+	c->syslog_addr = up.up_addr;
+	c->syslog_port = up.up_port;
+	return 0;
+}
+
+/* audit.syslog: null (off), or the collector's object. */
+static int
+config_syslog(struct config_ctx *cc, json_t *obj, struct airlock_config *c)
+{
+	const char *k;
+	json_t *v;
+	int i, have_target = 0;
+
+	c->syslog_on = 0;
+	c->syslog_ca[0] = '\0';
+	if (json_is_null(obj))
+		return 0;
+	if (!json_is_object(obj))
+		return config_error(cc, "audit", "syslog", "must be null or an object "
+		    "({\"target\": \"tls:HOST:PORT\", \"ca\": \"/PATH\"})");
+	json_object_foreach(obj, k, v) {
+		if (strcmp(k, "target") == 0) {
+			if (config_syslog_target(cc, v, c) == -1)
+				return -1;
+			have_target = 1;
+		} else if (strcmp(k, "ca") == 0) {
+			if (json_is_null(v))
+				continue;
+			if (!json_is_string(v) || json_string_length(v) !=
+			    strlen(json_string_value(v)) ||
+			    json_string_value(v)[0] != '/' ||
+			    json_string_length(v) >= sizeof(c->syslog_ca))
+				return config_syslog_error(cc, k, "must be null or "
+				    "an absolute path (a PEM file of CAs)");
+			memcpy(c->syslog_ca, json_string_value(v),
+			    json_string_length(v) + 1);
+		} else if (strcmp(k, "queue") == 0) {
+			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+			    json_integer_value(v) > CONFIG_SYSLOG_QUEUE_MAX)
+				return config_syslog_error(cc, k, "must be an "
+				    "integer 1..%d", CONFIG_SYSLOG_QUEUE_MAX);
+			c->syslog_queue = (unsigned int)json_integer_value(v);
+		} else if (strcmp(k, "facility") == 0) {
+			for (i = 0; i < 24 && json_is_string(v); i++)
+				if (strcmp(json_string_value(v),
+				    config_facilities[i]) == 0)
+					break;
+			if (!json_is_string(v) || i == 24)
+				return config_syslog_error(cc, k, "must be a "
+				    "facility's name (\"local0\" .. \"local7\", "
+				    "\"daemon\", \"auth\", ...)");
+			c->syslog_facility = i;
+		} else if (strcmp(k, "app_name") == 0) {
+			const char *a = json_is_string(v) ? json_string_value(v) :
+			    NULL;
+			size_t j, n = a != NULL ? json_string_length(v) : 0;
+
+			for (j = 0; j < n; j++)
+				if ((unsigned char)a[j] < 33 ||
+				    (unsigned char)a[j] > 126)
+					break;
+			if (a == NULL || n == 0 || n > CONFIG_SYSLOG_APP_MAX ||
+			    j < n)
+				return config_syslog_error(cc, k, "must be 1..%d "
+				    "printable ASCII characters, no space",
+				    CONFIG_SYSLOG_APP_MAX);
+			memcpy(c->syslog_app, a, n + 1);
+		} else
+			return config_syslog_error(cc, k, "unknown key");
+	}
+	if (!have_target)
+		return config_syslog_error(cc, "", "missing required key "
+		    "\"target\"");
+	if (c->syslog_proto == AUDIT_SYSLOG_TLS && c->syslog_ca[0] == '\0')
+		return config_syslog_error(cc, "ca", "a tls: target needs \"ca\" "
+		    "(the collector's certificate is always verified)");
+	if (c->syslog_proto != AUDIT_SYSLOG_TLS && c->syslog_ca[0] != '\0')
+		return config_syslog_error(cc, "ca", "only for a tls: target");
+	c->syslog_on = 1;
+	return 0;
+}
+
 static int
 config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 {
@@ -542,6 +704,10 @@ config_audit(struct config_ctx *cc, struct airlock_config *c, json_t *obj)
 			    &n) == -1)
 				return -1;
 			c->audit_keep = (unsigned int)n;
+			break;
+		case CK_AUDIT_SYSLOG:
+			if (config_syslog(cc, v, c) == -1)
+				return -1;
 			break;
 		}
 	}
@@ -718,6 +884,12 @@ config_apply(struct config_ctx *cc, struct airlock_config *c, json_t *root)
 		return config_error(cc, json_object_get(root, "mapped_pool") ?
 		    "mapped_pool" : "address_pool", NULL,
 		    "address_pool and mapped_pool overlap");
+	if (c->syslog_on && c->syslog_host_is_addr &&
+	    (netaddr_cidr_contains(&c->address_pool, &c->syslog_addr) ||
+	    netaddr_cidr_contains(&c->mapped_pool, &c->syslog_addr)))
+		return config_error(cc, "audit", "syslog", "target: the address is "
+		    "in address_pool or mapped_pool: a sandbox's, never a "
+		    "collector's");
 	/* The sandboxes' own addresses are never a proxy's. */
 	if (c->upstream_proxy_on && c->upstream_proxy.up_is_addr &&
 	    (netaddr_cidr_contains(&c->address_pool, &c->upstream_proxy.up_addr) ||

@@ -97,6 +97,7 @@
 #include "proxy_netwatch.h"
 #include "proxy_keys.h"
 #include "proxy_metrics.h"
+#include "proxy_syslog.h"
 #include "proxy_proc.h"
 #include "proxy_supervise.h"
 #include "vault.h"
@@ -405,6 +406,11 @@ proxy_worker(void *warg, int ready_fd)
 		log_warnx("audit log: %s", err);	/* err names the file */
 		goto out;
 	}
+	/* The syslog sink's CA file and collector's address, as root. */
+	if (proxy_syslog_init(err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
 	/* The signing key to keyd, and the first checkpoint. */
 	if (proxy_checkpoint_init(err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
@@ -518,6 +524,10 @@ proxy_worker(void *warg, int ready_fd)
 	/* After daemon(): a thread does not survive a fork. */
 	if (proxy_audit_sync_start() == -1)
 		log_warn("audit sync thread: denials wait in the workers");
+	if (proxy_syslog_start() == -1) {
+		log_warnx("audit.syslog: cannot start the sink's thread");
+		goto out;
+	}
 	if (proxy_threads_run(err, sizeof(err)) == -1 ||
 	    proxy_confine(PROXY_ROLE_WORKER, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
@@ -570,6 +580,9 @@ proxy_worker(void *warg, int ready_fd)
 		proxy_reader_ctl_unlink();
 	if (proxy_log != NULL) {
 		proxy_checkpoint_shutdown();
+		/* Every record the sink should have, then what it still has. */
+		(void)audit_flush(proxy_log, 1);
+		proxy_syslog_stop();
 		audit_close(proxy_log);
 	}
 	proxy_log = NULL;

@@ -34,6 +34,7 @@
 #include "proxy_netwatch.h"
 #include "proxy_registry.h"
 #include "proxy_stats.h"
+#include "proxy_syslog.h"
 
 /* One sandbox as a scrape saw it. */
 struct metrics_sb {
@@ -158,6 +159,7 @@ metrics_write(FILE *f, const struct metrics_snap *sn)
 {
 	const struct metrics_sb *m;
 	struct audit_counts ac = { 0, 0, 0 };
+	struct proxy_syslog_counts sc;
 	size_t i, k;
 
 	metrics_head(f, "airlock_build_info", "gauge", "airlockd's version.");
@@ -284,6 +286,29 @@ metrics_write(FILE *f, const struct metrics_snap *sn)
 	    "Denials counted into an aggregate instead of a record of their own.");
 	fprintf(f, "airlock_audit_records_suppressed_total %lld\n",
 	    ac.ac_suppressed);
+	if (proxy_syslog_counts(&sc) == 0) {
+		static const char *const names[][3] = {
+			{ "airlock_audit_syslog_up", "gauge", "1 while the "
+			    "audit.syslog collector is connected, else 0." },
+			{ "airlock_audit_syslog_sent_total", "counter", "Audit "
+			    "records handed to the syslog collector's socket." },
+			{ "airlock_audit_syslog_dropped_total", "counter", "Audit "
+			    "records the syslog sink dropped (its queue full)." },
+			{ "airlock_audit_syslog_queued", "gauge", "Audit records "
+			    "waiting for the syslog collector." },
+			{ "airlock_audit_syslog_failures_total", "counter",
+			    "Connections to the syslog collector that failed or "
+			    "broke." },
+		};
+		long long v[] = { sc.sc_up, sc.sc_sent, sc.sc_dropped,
+		    sc.sc_queued, sc.sc_failures };
+		size_t si;
+
+		for (si = 0; si < sizeof(v) / sizeof(v[0]); si++) {
+			metrics_head(f, names[si][0], names[si][1], names[si][2]);
+			fprintf(f, "%s %lld\n", names[si][0], v[si]);
+		}
+	}
 	metrics_head(f, "airlock_netwatch_alarms_total", "counter",
 	    "Times netwatch found airlock's nftables tables changed or gone.");
 	fprintf(f, "airlock_netwatch_alarms_total %llu\n",

@@ -66,7 +66,9 @@ test_events(void)
 	ok(audit_event_parse("checkpoint", &ev) == 0 && ev == AUDIT_EV_CHECKPOINT &&
 	    audit_event_parse("rotate", &ev) == 0 && ev == AUDIT_EV_ROTATE,
 	    "the writer's own, checkpoint and rotate, parse");
-	ok(audit_event_str((enum audit_event)(AUDIT_EV_ROTATE + 1)) == NULL &&
+	ok(audit_event_parse("sink_overflow", &ev) == 0 &&
+	    ev == AUDIT_EV_SINK_OVERFLOW, "sink_overflow (audit.syslog) parses");
+	ok(audit_event_str((enum audit_event)(AUDIT_EV_SINK_OVERFLOW + 1)) == NULL &&
 	    audit_event_str((enum audit_event)-1) == NULL,
 	    "audit_event_str outside the enum is NULL");
 }

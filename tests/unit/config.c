@@ -240,6 +240,59 @@ static const struct bad_case bad_cases[] = {
 	    "\"corp_proxy\"}}",
 	    "1:52: $.upstream_proxy.auth: credentials need the proxy named by a host "
 	    "name" },
+	{ "{\"audit\": {\"syslog\": \"tcp:10.1.2.3:514\"}}",
+	    "1:12: $.audit.syslog: must be null or an object" },
+	{ "{\"audit\": {\"syslog\": {}}}",
+	    "1:12: $.audit.syslog: missing required key \"target\"" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"udp:10.1.2.3:514\"}}}",
+	    "1:12: $.audit.syslog: target: must start with \"unix:\", \"tcp:\" or \"tls:\"" },
+	{ "{\"audit\": {\"syslog\": {\"target\": 514}}}",
+	    "1:12: $.audit.syslog: target: must be a string" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"unix:dev/log\"}}}",
+	    "1:12: $.audit.syslog: target: unix: needs an absolute path" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"unix:/run/" "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}}",
+	    "1:12: $.audit.syslog: target: the socket path is longer than 107 bytes" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:10.1.2.3\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:10.1.2.3:0\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:127.0.0.1:514\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT (an IPv4 address outside the floor" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:169.254.169.254:514\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:[::1]:514\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514/x\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:joe@log.test:514\"}}}",
+	    "1:12: $.audit.syslog: target: not HOST:PORT" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:10.233.0.9:514\"}}}",
+	    "1:12: $.audit.syslog: target: the address is in address_pool or mapped_pool" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tls:log.test:6514\"}}}",
+	    "1:12: $.audit.syslog: ca: a tls: target needs \"ca\"" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tls:log.test:6514\", \"ca\": \"ca.pem\"}}}",
+	    "1:12: $.audit.syslog: ca: must be null or an absolute path" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"ca\": \"/etc/ca.pem\"}}}",
+	    "1:12: $.audit.syslog: ca: only for a tls: target" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"queue\": 0}}}",
+	    "1:12: $.audit.syslog: queue: must be an integer 1..1000000" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"queue\": 1000001}}}",
+	    "1:12: $.audit.syslog: queue: must be an integer 1..1000000" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"queue\": \"9\"}}}",
+	    "1:12: $.audit.syslog: queue: must be an integer 1..1000000" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"facility\": \"local8\"}}}",
+	    "1:12: $.audit.syslog: facility: must be a facility's name" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"facility\": 16}}}",
+	    "1:12: $.audit.syslog: facility: must be a facility's name" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"app_name\": \"air lock\"}}}",
+	    "1:12: $.audit.syslog: app_name: must be 1..48 printable ASCII" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"app_name\": \"\"}}}",
+	    "1:12: $.audit.syslog: app_name: must be 1..48 printable ASCII" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"app_name\": "
+	    "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}}}",
+	    "1:12: $.audit.syslog: app_name: must be 1..48 printable ASCII" },
+	{ "{\"audit\": {\"syslog\": {\"target\": \"tcp:log.test:514\", \"port\": 514}}}",
+	    "1:12: $.audit.syslog: port: unknown key" },
 	{ "", " empty: a JSON object is expected" },
 	{ " \n", " empty: a JSON object is expected" },
 	{ "{\"proxy_port\": 1,}", "1:18: invalid JSON:" },
@@ -436,6 +489,39 @@ test_errors(void)
 	}
 }
 
+/* audit.syslog: off by default; each transport and key as written (controls). */
+static void
+test_syslog(void)
+{
+	struct airlock_config c;
+	char err[512];
+
+	ok(load_text("{}", &c, NULL, err, sizeof(err)) == 0 && !c.syslog_on &&
+	    c.syslog_queue == 10000 && c.syslog_facility == 16 &&
+	    strcmp(c.syslog_app, "airlock") == 0, "audit.syslog: off by default");
+	ok(load_text("{\"audit\": {\"syslog\": null}}", &c, NULL, err,
+	    sizeof(err)) == 0 && !c.syslog_on, "audit.syslog null: off");
+	ok(load_text("{\"audit\": {\"syslog\": {\"target\": \"unix:/dev/log\"}}}",
+	    &c, NULL, err, sizeof(err)) == 0 && c.syslog_on &&
+	    c.syslog_proto == AUDIT_SYSLOG_UNIX &&
+	    strcmp(c.syslog_path, "/dev/log") == 0, "unix: target: %s", err);
+	ok(load_text("{\"audit\": {\"syslog\": {\"target\": \"tcp:10.1.2.3:514\", "
+	    "\"queue\": 5, \"facility\": \"auth\", \"app_name\": \"gw-1\"}}}", &c,
+	    NULL, err, sizeof(err)) == 0 && c.syslog_on &&
+	    c.syslog_proto == AUDIT_SYSLOG_TCP && c.syslog_host_is_addr &&
+	    strcmp(c.syslog_host, "10.1.2.3") == 0 && c.syslog_port == 514 &&
+	    c.syslog_queue == 5 && c.syslog_facility == 4 &&
+	    strcmp(c.syslog_app, "gw-1") == 0, "tcp: target with every key: %s",
+	    err);
+	ok(load_text("{\"audit\": {\"syslog\": {\"target\": \"tls:Log.Test:6514\", "
+	    "\"ca\": \"/etc/airlock/log-ca.pem\"}}}", &c, NULL, err,
+	    sizeof(err)) == 0 && c.syslog_on && c.syslog_proto == AUDIT_SYSLOG_TLS &&
+	    !c.syslog_host_is_addr && strcmp(c.syslog_host, "log.test") == 0 &&
+	    c.syslog_port == 6514 &&
+	    strcmp(c.syslog_ca, "/etc/airlock/log-ca.pem") == 0,
+	    "tls: target by name with its CA: %s", err);
+}
+
 static void
 test_paths(void)
 {
@@ -564,6 +650,7 @@ main(void)
 	test_defaults();
 	test_full();
 	test_errors();
+	test_syslog();
 	test_paths();
 	return 0;
 }

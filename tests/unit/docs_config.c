@@ -151,6 +151,11 @@ config_same(const struct airlock_config *a, const struct airlock_config *b)
 	    a->audit_fsync == b->audit_fsync &&
 	    a->audit_log_query == b->audit_log_query &&
 	    strcmp(a->audit_key_file, b->audit_key_file) == 0 &&
+	    a->syslog_on == b->syslog_on &&
+	    a->syslog_queue == b->syslog_queue &&
+	    a->syslog_facility == b->syslog_facility &&
+	    strcmp(a->syslog_app, b->syslog_app) == 0 &&
+	    strcmp(a->syslog_ca, b->syslog_ca) == 0 &&
 	    strcmp(a->libvirt_uri, b->libvirt_uri) == 0 &&
 	    strcmp(a->user, b->user) == 0 &&
 	    a->upstream_proxy_on == b->upstream_proxy_on &&
