@@ -42,6 +42,13 @@ int	sandbox_name_is_valid(const char *name);
 int	sandbox_load(const char *state_dir, const char *name, struct sandbox *sb);
 /* Writes it atomically (temp file + rename), 0600.  Returns 0 or -1. */
 int	sandbox_save(const char *state_dir, const struct sandbox *sb);
+/*
+ * STATE_DIR/approvals/NAME.json, the sandbox's approvals file (`airlock approve
+ * ... --always`): an ordinary policy file, merged after the sandbox's policy as an
+ * extra layer (policy_load_layers()).  0, or -1 (name invalid or path too long).
+ */
+int	sandbox_approvals_path(const char *state_dir, const char *name, char *buf,
+	    size_t len);
 /* Removes the record.  Returns 0 or -1. */
 int	sandbox_remove(const char *state_dir, const char *name);
 /*

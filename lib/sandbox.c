@@ -293,6 +293,24 @@ sandbox_save(const char *state_dir, const struct sandbox *sb)
 }
 
 int
+sandbox_approvals_path(const char *state_dir, const char *name, char *buf,
+    size_t len)
+{
+	int n;
+
+	if (!sandbox_name_is_valid(name)) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = snprintf(buf, len, "%s/approvals/%s.json", state_dir, name);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int
 sandbox_remove(const char *state_dir, const char *name)
 {
 	char path[PATH_MAX];

@@ -103,6 +103,7 @@ proxy_sandbox_put(struct proxy_sandbox *ps)
 		return;
 	/* What DNS still counts for it is written now, with its name. */
 	proxy_dns_sb_free(ps->ps_dns);
+	proxy_approvals_free(ps->ps_approvals);
 	proxy_policy_put(ps->ps_policy);
 	proxy_map_free(ps->ps_map);
 	pthread_mutex_destroy(&ps->ps_limit_mtx);
@@ -194,6 +195,12 @@ proxy_sandbox_new(const struct sandbox *sb, struct proxy_policy *pp)
 		return NULL;
 	}
 	if ((ps->ps_dns = proxy_dns_sb_new(sb->sb_name)) == NULL) {
+		proxy_map_free(ps->ps_map);
+		free(ps);
+		return NULL;
+	}
+	if ((ps->ps_approvals = proxy_approvals_new()) == NULL) {
+		proxy_dns_sb_free(ps->ps_dns);
 		proxy_map_free(ps->ps_map);
 		free(ps);
 		return NULL;
