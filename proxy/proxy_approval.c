@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "proxy_approval.h"
-#include "siphash.h"
+#include "sandbox.h"
 
 struct approval_pending {
 	char		 ap_id[APPROVAL_ID_LEN + 1];
@@ -44,9 +44,6 @@ struct proxy_approvals {
 	size_t		 pa_ngrants;
 };
 
-/* Not a secret: ids are stable names for the operator, not capabilities. */
-static const uint8_t approval_key[16] = "airlock-approval";
-
 struct proxy_approvals *
 proxy_approvals_new(void)
 {
@@ -68,23 +65,6 @@ proxy_approvals_free(struct proxy_approvals *a)
 		return;
 	pthread_mutex_destroy(&a->pa_mtx);
 	free(a);
-}
-
-void
-proxy_approval_id(const char *sandbox, const char *name, uint16_t port,
-    char id[APPROVAL_ID_LEN + 1])
-{
-	char buf[2 * (HOSTNAME_MAX + 1) + 16];
-	uint64_t h;
-	int n;
-
-	n = snprintf(buf, sizeof(buf), "%s\n%s\n%u", sandbox, name,
-	    (unsigned int)port);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		n = (int)sizeof(buf) - 1;
-	h = siphash24(approval_key, buf, (size_t)n);
-	snprintf(id, APPROVAL_ID_LEN + 1, "%010llx",
-	    (unsigned long long)(h & 0xffffffffffULL));
 }
 
 /* Copies s (NULL: "") into dst[len], marking a cut with "...". */
@@ -113,7 +93,7 @@ proxy_approvals_note(struct proxy_approvals *a, const char *sandbox,
 	size_t i;
 	int fresh = 0;
 
-	proxy_approval_id(sandbox, name, port, id);
+	sandbox_approval_id(sandbox, name, port, id);
 	pthread_mutex_lock(&a->pa_mtx);
 	for (i = 0; i < a->pa_npending; i++)
 		if (a->pa_pending[i].ap_port == port &&

@@ -13,10 +13,11 @@
 #include <stdint.h>
 
 #include "hostname.h"
+#include "sandbox.h"
 
 #define APPROVAL_PENDING_MAX	64	/* pending entries per sandbox */
 #define APPROVAL_GRANTS_MAX	64	/* live --once/--for grants per sandbox */
-#define APPROVAL_ID_LEN		10	/* hex digits of an id */
+#define APPROVAL_ID_LEN		SANDBOX_APPROVAL_ID_LEN
 #define APPROVAL_METHOD_MAX	32
 #define APPROVAL_PATH_MAX	256	/* longer paths are cut (marked "...") */
 
@@ -26,18 +27,10 @@ struct proxy_approvals *proxy_approvals_new(void);
 void	proxy_approvals_free(struct proxy_approvals *a);
 
 /*
- * The id of (sandbox, name, port): APPROVAL_ID_LEN hex digits of a SipHash under a
- * fixed key, so the same request has the same id across restarts.  port 0: the
- * port is not known (a DNS query).
- */
-void	proxy_approval_id(const char *sandbox, const char *name, uint16_t port,
-	    char id[APPROVAL_ID_LEN + 1]);
-
-/*
  * Records a refusal of name (normalised) on port (0: unknown) with the request's
  * method and path when known (NULL otherwise), at wall-clock wall_ms: a new entry
  * (the oldest dropped when the table is full) or one more count of its entry.  Its id goes to id.
- * Returns 1 for a new entry, 0 for a counted one.
+ * Returns 1 for a new entry, 0 for a counted one.  The id: sandbox_approval_id().
  */
 int	proxy_approvals_note(struct proxy_approvals *a, const char *sandbox,
 	    const char *name, uint16_t port, const char *method, const char *path,

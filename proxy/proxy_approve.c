@@ -266,7 +266,7 @@ proxy_cmd_approve(json_t *req, uid_t uid)
 		snprintf(msg, sizeof(msg), "no sandbox %s in airlockd", sandbox);
 		return approve_error(msg);
 	}
-	proxy_approval_id(sandbox, name, (uint16_t)port, id);
+	sandbox_approval_id(sandbox, name, (uint16_t)port, id);
 	log_info("control: approve %s %s %s port %u (%s, uid %u)", action, sandbox,
 	    name, (unsigned int)port, scope, (unsigned int)uid);
 
