@@ -1,12 +1,14 @@
 /*
- * proxy/proxy_approve.c: approvals on the proxy's paths and on the control socket.
+ * proxy/proxy_approve.c: the control commands of approvals (a core file beside
+ * reload).
  *
  * A policy with "unknown": "ask" still refuses a name no rule allows
- * (name_not_allowed, port_not_allowed); proxy_approval_ask() records the refusal
- * in the sandbox's pending table (proxy_approval.c) and gives its id, which the
- * refusal the VM can read names.  An operator's `airlock approve allow --once |
- * --for` is a grant in that table, which proxy_approval_granted() consults after
- * such a refusal only (a deny rule's refusal is never overridden); `--always`
+ * (name_not_allowed, port_not_allowed); the connection path records the refusal
+ * in the sandbox's pending table (proxy_approval_ask(), proxy_registry.c) and the
+ * refusal the VM can read names its id.  An operator's `airlock approve allow
+ * --once | --for` is a grant in that table, which proxy_approval_granted()
+ * consults after such a refusal only (a deny rule's refusal is never overridden);
+ * `--always`
  * is a rule in the sandbox's approvals file (written by the CLI, root), which a
  * re-read of the sandbox puts in force as an extra policy layer.  allow and deny
  * are root's only (the control socket's SO_PEERCRED uid) and each writes an
@@ -17,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -25,70 +26,6 @@
 #include "proxy_core.h"
 
 #define APPROVAL_FOR_MAX	(30LL * 24 * 3600)	/* --for at most 30 days */
-
-/* What a connection an in-memory grant lets through was decided by. */
-const struct policy_rule proxy_approval_rule = {
-	.pr_id = "approval",
-	.pr_action = POLICY_ACTION_ALLOW,
-	.pr_proto = POLICY_PROTO_TLS,
-	.pr_tls = POLICY_TLS_SPLICE,
-	.pr_file = "(approval)",
-};
-
-uint64_t
-proxy_approval_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t
-proxy_approval_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-int
-proxy_approval_ask(struct proxy_sandbox *ps, const struct policy *p,
-    enum policy_reason r, const char *name, uint16_t port, const char *method,
-    const char *path, char id[APPROVAL_ID_LEN + 1])
-{
-	id[0] = '\0';
-	if (ps == NULL || ps->ps_approvals == NULL || p == NULL || name == NULL ||
-	    p->p_unknown != POLICY_UNKNOWN_ASK || !policy_reason_is_unknown(r))
-		return 0;
-	if (proxy_approvals_note(ps->ps_approvals, ps->ps_rec.sb_name, name, port,
-	    method, path, proxy_approval_wall_ms(), id) == 1)
-		log_info("sandbox %s: approval %s requested: %s port %u",
-		    ps->ps_rec.sb_name, id, name, (unsigned int)port);
-	return 1;
-}
-
-int
-proxy_approval_granted(struct proxy_sandbox *ps, enum policy_reason r,
-    const char *name, uint16_t port, int consume)
-{
-	if (ps == NULL || ps->ps_approvals == NULL || name == NULL ||
-	    !policy_reason_is_unknown(r))
-		return 0;
-	return proxy_approvals_take(ps->ps_approvals, name, port,
-	    proxy_approval_mono_ms(), consume);
-}
-
-int
-proxy_approval_dns(struct proxy_sandbox *ps, const char *name)
-{
-	if (ps == NULL || ps->ps_approvals == NULL)
-		return 0;
-	return proxy_approvals_has_name(ps->ps_approvals, name,
-	    proxy_approval_mono_ms());
-}
-
 /*
  * The control commands.
  */
