@@ -53,6 +53,12 @@ const struct cli_sub *cli_group_find(const struct cli_group *g, const char *name
 void	cli_sub_usage(const struct cli_group *g, const struct cli_sub *s, FILE *f);
 /* "usage: airlock GROUP SUB USAGE\n" then "       airlock ..." for each other SUB. */
 void	cli_group_usage(const struct cli_group *g, FILE *f);
+/*
+ * "airlock: GROUP[ SUB]: MESSAGE" (none when fmt is NULL) and the group's usage on
+ * stderr; returns 2, the exit status of a usage error.
+ */
+int	cli_group_usage_error(const struct cli_group *g, const char *sub,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "GROUP SUB USAGE | GROUP SUB USAGE ...", no newline (airlock's own usage). */
 void	cli_group_line(const struct cli_group *g, FILE *f);
 /*

@@ -34,20 +34,8 @@
 #include "policy.h"
 #include "sandbox.h"
 
-static int __attribute__((format(printf, 2, 3)))
-approve_usage(const char *sub, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "airlock: approve%s%s: ", sub != NULL ? " " : "",
-	    sub != NULL ? sub : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	cli_group_usage(&cli_approve_group, stderr);
-	return 2;
-}
+#define approve_usage(sub, ...) \
+	cli_group_usage_error(&cli_approve_group, (sub), __VA_ARGS__)
 
 static int
 approve_cmd_ls(const struct cli_ctx *ctx, int argc, char **argv)

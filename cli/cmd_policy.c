@@ -42,21 +42,8 @@ struct policy_args {
 };
 
 
-static int __attribute__((format(printf, 1, 2)))
-policy_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (fmt != NULL) {
-		fputs("airlock: policy: ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	cli_group_usage(&cli_policy_group, stderr);
-	return 2;
-}
+#define policy_usage(...) \
+	cli_group_usage_error(&cli_policy_group, NULL, __VA_ARGS__)
 
 /* Prints one JSON document on a line of stdout and releases it. */
 static void
