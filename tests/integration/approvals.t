@@ -5,7 +5,8 @@
 # allows is refused (NXDOMAIN; a plain-HTTP 403 that names the approval's id) and
 # listed by `approve ls` with its count; `allow --once` lets one connection through
 # and no more, `--for` until it expires, `--always` writes the approvals file that
-# survives a restart and that `policy test --layer` shows; `deny --always` refuses a
+# survives a restart and that `policy test --layer` shows (a reload keeps the
+# in-memory ones, a restart drops them); `deny --always` refuses a
 # later allow; allow and deny are root's only; only the named sandbox is affected;
 # the table is bounded (the overflow counted); every decision is an "approval"
 # audit record with the operator's uid, and the chain verifies.  Needs root.
@@ -19,7 +20,7 @@ pn_setup ap
 pn_vm VA 0
 pn_vm VB 1
 pn_vm VC 2
-NAMES="origin.test new.test gone.test keep.test evil.test late.test"
+NAMES="origin.test new.test gone.test keep.test evil.test late.test held.test"
 pn_hosts "11.0.0.2 $NAMES"
 origin_cert "$T" multi $NAMES
 origin_start "$I" tls 11.0.0.2 443 multi "$T/multi.pem" "$T/multi.key"
@@ -112,6 +113,11 @@ ok $? "approve ls lists the live approval"
 sleep 4
 ! vcurl "$VA" https://gone.test/ >/dev/null 2>&1
 ok $? "... and is refused once it expired"
+# A reload keeps the in-memory approvals (a restart does not: below).
+al approve allow a held.test --for 5m >/dev/null 2>&1 && al reload >/dev/null 2>&1
+out=$(vcurl "$VA" https://held.test/ 2>&1)
+[ "$out" = "origin multi" ] && al approve ls | grep -q "^a: allowed held.test:443 for"
+ok $? "a reload keeps a --for approval ($out)"
 al approve allow a gone.test --for 31d >/dev/null 2>&1
 [ $? = 2 ]
 ok $? "--for longer than 30 days is a usage error"
@@ -157,6 +163,8 @@ ok $? "airlockd restarted"
 out=$(vcurl "$VA" https://keep.test/ 2>&1)
 [ "$out" = "origin multi" ]
 ok $? "a: keep.test still goes through after the restart"
+! vcurl "$VA" https://held.test/ >/dev/null 2>&1
+ok $? "... while the --for approval of held.test went with the restart"
 
 # --- deny --always: refuses, and refuses a later allow ------------------------------
 pn_mapped "$VA" evil.test >/dev/null
