@@ -103,6 +103,7 @@ static const char *const audit_events[] = {
 	[AUDIT_EV_SANDBOX] = "sandbox",
 	[AUDIT_EV_CONFIG] = "config",
 	[AUDIT_EV_ALARM] = "alarm",
+	[AUDIT_EV_APPROVAL] = "approval",
 	[AUDIT_EV_CHECKPOINT] = "checkpoint",
 	[AUDIT_EV_ROTATE] = "rotate",
 	[AUDIT_EV_SINK_OVERFLOW] = "sink_overflow",

@@ -53,6 +53,12 @@ const struct cli_sub *cli_group_find(const struct cli_group *g, const char *name
 void	cli_sub_usage(const struct cli_group *g, const struct cli_sub *s, FILE *f);
 /* "usage: airlock GROUP SUB USAGE\n" then "       airlock ..." for each other SUB. */
 void	cli_group_usage(const struct cli_group *g, FILE *f);
+/*
+ * "airlock: GROUP[ SUB]: MESSAGE" (none when fmt is NULL) and the group's usage on
+ * stderr; returns 2, the exit status of a usage error.
+ */
+int	cli_group_usage_error(const struct cli_group *g, const char *sub,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "GROUP SUB USAGE | GROUP SUB USAGE ...", no newline (airlock's own usage). */
 void	cli_group_line(const struct cli_group *g, FILE *f);
 /*
@@ -83,6 +89,15 @@ extern const struct cli_group cli_audit_group;
 int	cli_audit_serve(char *const *paths, int n, const unsigned char *key,
 	    size_t keylen, const char *listen);
 /* cmd_ctl.c: airlock reload, airlock stats (through airlockd's control socket) */
+/*
+ * Sends req (what: the command's name for messages) and parses the reply.  Returns
+ * the reply object (json_decref()) and the raw line in *raw (free()); NULL after
+ * printing why, with *rc the exit status: 2 for a configuration that does not
+ * load, 1 for airlockd not running (errno: control_is_not_running()) or refusing.
+ */
+struct json_t;
+struct json_t *cli_ctl_request(const struct cli_ctx *ctx, const char *what,
+	    const char *req, int timeout_ms, char **raw, int *rc);
 int	cmd_reload(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_stats(const struct cli_ctx *ctx, int argc, char **argv);
 int	cmd_metrics(const struct cli_ctx *ctx, int argc, char **argv);
@@ -104,6 +119,14 @@ int	cli_opts_parse(int argc, char **argv, int first, const char *const *opts,
 	    const char **vals, size_t nopts, const char **pos, int *json);
 /* cmd_net.c: airlock net attach|detach|status */
 extern const struct cli_group cli_net_group;
+
+/* cmd_approve.c: airlock approve ls|allow|deny */
+extern const struct cli_group cli_approve_group;
+/*
+ * A --for duration: digits and one unit, s, m, h or d ("90s", "10m", "2h", "1d"),
+ * 1 second to 30 days.  0 with *secs, or -1.
+ */
+int	cli_duration_parse(const char *s, long long *secs);
 
 /* cmd_vm.c: airlock vm start|stop|destroy|ls|console */
 extern const struct cli_group cli_vm_group;

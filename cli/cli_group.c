@@ -2,6 +2,7 @@
  * cli/cli_group.c: a command group's table of subcommands (see cli.h), from which
  * both its dispatch and its usage lines come.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +45,24 @@ cli_group_usage(const struct cli_group *g, FILE *f)
 		cli_sub_print(g, s, f);
 		fputc('\n', f);
 	}
+}
+
+int
+cli_group_usage_error(const struct cli_group *g, const char *sub, const char *fmt,
+    ...)
+{
+	va_list ap;
+
+	if (fmt != NULL) {
+		fprintf(stderr, "airlock: %s%s%s: ", g->cg_name, sub != NULL ? " " : "",
+		    sub != NULL ? sub : "");
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	cli_group_usage(g, stderr);
+	return 2;
 }
 
 void

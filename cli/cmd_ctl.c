@@ -5,6 +5,7 @@
  *	airlock stats [--json]		per sandbox: live connections, allowed, denied, bytes;
  *					the audit chain's head (seq, hash)
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +40,8 @@ cmd_ctl_args(const struct cli_ctx *ctx, int argc, char **argv, int *json)
 	return 0;
 }
 
-/*
- * Sends req and parses the reply.  Returns the reply object (json_decref()) and the
- * raw line in *raw (free()); NULL after printing why, with *rc the exit status: 2
- * for a configuration that does not load, 1 for airlockd not running or refusing.
- */
-static json_t *
-cmd_ctl_request(const struct cli_ctx *ctx, const char *what, const char *req,
+json_t *
+cli_ctl_request(const struct cli_ctx *ctx, const char *what, const char *req,
     int timeout_ms, char **raw, int *rc)
 {
 	struct airlock_config cfg;
@@ -60,7 +56,10 @@ cmd_ctl_request(const struct cli_ctx *ctx, const char *what, const char *req,
 	*rc = 1;
 	if (control_request(cfg.control_socket, req, timeout_ms, raw, err,
 	    sizeof(err)) == -1) {
+		int saved = errno;
+
 		fprintf(stderr, "airlock: %s: %s\n", what, err);
+		errno = saved;	/* control_is_not_running() for the caller */
 		return NULL;
 	}
 	reply = json_loads(*raw, JSON_REJECT_DUPLICATES, &jerr);
@@ -109,7 +108,7 @@ cmd_reload(const struct cli_ctx *ctx, int argc, char **argv)
 
 	if (cmd_ctl_args(ctx, argc, argv, &json) == -1)
 		return 2;
-	reply = cmd_ctl_request(ctx, "reload", "{\"cmd\":\"reload\"}",
+	reply = cli_ctl_request(ctx, "reload", "{\"cmd\":\"reload\"}",
 	    CMD_RELOAD_TIMEOUT_MS, &raw, &rc);
 	if (reply == NULL)
 		return rc;
@@ -157,7 +156,7 @@ cmd_stats(const struct cli_ctx *ctx, int argc, char **argv)
 
 	if (cmd_ctl_args(ctx, argc, argv, &json) == -1)
 		return 2;
-	reply = cmd_ctl_request(ctx, "stats", "{\"cmd\":\"stats\"}",
+	reply = cli_ctl_request(ctx, "stats", "{\"cmd\":\"stats\"}",
 	    CONTROL_TIMEOUT_MS, &raw, &rc);
 	if (reply == NULL)
 		return rc;
@@ -204,7 +203,7 @@ cmd_metrics(const struct cli_ctx *ctx, int argc, char **argv)
 
 	if (cmd_ctl_args(ctx, argc, argv, &json) == -1)
 		return 2;
-	reply = cmd_ctl_request(ctx, "metrics", "{\"cmd\":\"metrics\"}",
+	reply = cli_ctl_request(ctx, "metrics", "{\"cmd\":\"metrics\"}",
 	    CONTROL_TIMEOUT_MS, &raw, &rc);
 	if (reply == NULL)
 		return rc;

@@ -2,8 +2,8 @@
  * cli/cmd_policy.c: airlock policy check|test (suggest: cmd_policy_suggest.c).
  *
  *	airlock policy check [--json] FILE...
- *	airlock policy test [--json] [--protocol tls|http|tcp] FILE HOST[:PORT]
- *	    [METHOD PATH]
+ *	airlock policy test [--json] [--protocol tls|http|tcp] [--layer FILE]...
+ *	    FILE HOST[:PORT] [METHOD PATH]
  *
  * check validates each file (with its bases) and prints one summary line per valid
  * file (and one per file of a policy with bases), or every error of every file
@@ -12,7 +12,9 @@
  * test says what the policy decides for a destination as a VM presents it: the
  * host goes through the same normaliser as SNI and Host headers; an IP literal
  * (also "[v6]:port") is a connection to that address, judged by cidr rules.
- * Exit 0 allow (also report mode), 1 deny, 2 usage or policy error.
+ * Exit 0 allow (also report mode), 1 deny, 2 usage or policy error.  --layer
+ * loads FILE as an extra layer after the policy (policy_load_layers()), as airlockd
+ * loads a sandbox's approvals file (STATE_DIR/approvals/SANDBOX.json).
  * Options may appear anywhere after the subcommand; "--" ends them.
  */
 #include <errno.h>
@@ -32,27 +34,16 @@
 /* What comes after "airlock policy SUB": its options and positional arguments. */
 struct policy_args {
 	const char	*pa_proto;	/* --protocol, or NULL */
+	const char	*pa_layers[POLICY_FILES_MAX];	/* --layer, in order */
+	size_t		 pa_nlayers;
 	char		**pa_pos;	/* free() */
 	int		 pa_npos;
 	int		 pa_json;
 };
 
 
-static int __attribute__((format(printf, 1, 2)))
-policy_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (fmt != NULL) {
-		fputs("airlock: policy: ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	cli_group_usage(&cli_policy_group, stderr);
-	return 2;
-}
+#define policy_usage(...) \
+	cli_group_usage_error(&cli_policy_group, NULL, __VA_ARGS__)
 
 /* Prints one JSON document on a line of stdout and releases it. */
 static void
@@ -198,15 +189,18 @@ policy_check(int json, int nfiles, char **files)
 				policy_errors_print(&errs);
 		} else if (json)
 			policy_json_print(json_pack("{s:s, s:b, s:s, s:I, s:s, "
-			    "s:s, s:o*}", "file", files[i], "ok", 1, "policy",
+			    "s:s, s:s, s:o*}", "file", files[i], "ok", 1, "policy",
 			    p->p_name, "rules", (json_int_t)p->p_nrules, "mode",
-			    policy_mode_str(p->p_mode), "sha256", p->p_hash, "files",
-			    policy_files_json(p)));
+			    policy_mode_str(p->p_mode), "unknown",
+			    policy_unknown_str(p->p_unknown), "sha256", p->p_hash,
+			    "files", policy_files_json(p)));
 		else {
-			printf("%s: ok: policy %s, %zu rule%s, mode %s, sha256 "
+			printf("%s: ok: policy %s, %zu rule%s, mode %s%s, sha256 "
 			    "%s\n", files[i], p->p_name, p->p_nrules,
 			    p->p_nrules == 1 ? "" : "s",
-			    policy_mode_str(p->p_mode), p->p_hash);
+			    policy_mode_str(p->p_mode),
+			    p->p_unknown == POLICY_UNKNOWN_ASK ? ", unknown ask" : "",
+			    p->p_hash);
 			policy_files_print(p);
 		}
 		policy_free(p);
@@ -270,8 +264,35 @@ policy_dest_parse(const char *arg, char *host, size_t hostlen, uint16_t *port,
 	return 0;
 }
 
+/* FILE with the extra layers of --layer (each read with its bases). */
+static struct policy *
+policy_load_with_layers(const char *file, const char *const *layers, size_t n,
+    struct policy_errors *errs)
+{
+	struct policy_bundle b = { NULL, 0 };
+	const char *files[POLICY_FILES_MAX + 1];
+	struct policy *p = NULL;
+	size_t i;
+
+	if (n == 0)
+		return policy_load_arg(file, errs);
+	files[0] = file;
+	for (i = 0; i < n; i++)
+		files[i + 1] = layers[i];
+	for (i = 0; i <= n; i++)
+		if (policy_bundle_read(&b, files[i]) == -1) {
+			fprintf(stderr, "airlock: out of memory\n");
+			goto out;
+		}
+	p = policy_load_layers(&b, files, n + 1, errs);
+ out:
+	policy_bundle_free(&b);
+	return p;
+}
+
 static int
-policy_test(int json, const char *proto_arg, int npos, char **pos)
+policy_test(int json, const char *proto_arg, const char *const *layers,
+    size_t nlayers, int npos, char **pos)
 {
 	struct policy_errors errs = { 0 };
 	struct policy_verdict v;
@@ -311,7 +332,9 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 		q.pq_path = pos[3];
 	}
 
-	if ((p = policy_load_arg(pos[0], &errs)) == NULL) {
+	if (nlayers > 0 && strcmp(pos[0], "-") == 0)
+		return policy_usage("--layer needs the policy as a FILE, not -");
+	if ((p = policy_load_with_layers(pos[0], layers, nlayers, &errs)) == NULL) {
 		if (json)
 			policy_json_print(policy_errors_json(pos[0], &errs));
 		else
@@ -323,7 +346,7 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 	rc = v.pv_allow ? 0 : 1;
 	if (json) {
 		policy_json_print(json_pack("{s:s, s:s, s:b, s:s?, s:s?, s:s?, "
-		    "s:s?, s:s?, s:s?, s:s}", "policy", p->p_name, "decision",
+		    "s:s?, s:s?, s:s?, s:s, s:s}", "policy", p->p_name, "decision",
 		    v.pv_allow ? "allow" : "deny", "would_deny", v.pv_would_deny,
 		    "reason", v.pv_reason != POLICY_REASON_NONE ?
 		    policy_reason_str(v.pv_reason) : NULL, "rule",
@@ -335,7 +358,8 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 		    r->pr_action == POLICY_ACTION_ALLOW &&
 		    r->pr_proto == POLICY_PROTO_TLS ?
 		    policy_tls_str(v.pv_tls) : NULL, "mode",
-		    policy_mode_str(p->p_mode)));
+		    policy_mode_str(p->p_mode), "unknown",
+		    policy_unknown_str(p->p_unknown)));
 		goto out;
 	}
 	if (v.pv_reason == POLICY_REASON_NONE) {
@@ -355,8 +379,11 @@ policy_test(int json, const char *proto_arg, int npos, char **pos)
 			printf("allow (report mode: would deny: reason=%s%s)\n",
 			    policy_reason_str(v.pv_reason), detail);
 		else
-			printf("deny reason=%s%s\n",
-			    policy_reason_str(v.pv_reason), detail);
+			printf("deny reason=%s%s%s\n",
+			    policy_reason_str(v.pv_reason), detail,
+			    p->p_unknown == POLICY_UNKNOWN_ASK &&
+			    policy_reason_is_unknown(v.pv_reason) ?
+			    " (unknown: ask)" : "");
 	}
  out:
 	fflush(stdout);
@@ -392,6 +419,16 @@ policy_args_parse(const struct cli_ctx *ctx, int argc, char **argv,
 			pa->pa_proto = argv[++i];
 		} else if (opts && strncmp(argv[i], "--protocol=", 11) == 0)
 			pa->pa_proto = argv[i] + 11;
+		else if (opts && strcmp(argv[i], "--layer") == 0) {
+			if ((noval = i + 1 >= argc))
+				goto fail;
+			if (pa->pa_nlayers == POLICY_FILES_MAX - 1) {
+				free(pa->pa_pos);
+				pa->pa_pos = NULL;
+				return policy_usage("too many --layer");
+			}
+			pa->pa_layers[pa->pa_nlayers++] = argv[++i];
+		}
 		else if (opts && argv[i][0] == '-' && argv[i][1] != '\0')
 			goto fail;
 		else
@@ -402,7 +439,7 @@ policy_args_parse(const struct cli_ctx *ctx, int argc, char **argv,
 	free(pa->pa_pos);
 	pa->pa_pos = NULL;
 	if (noval)
-		return policy_usage("--protocol needs a value");
+		return policy_usage("%s needs a value", argv[i]);
 	return policy_usage("unknown option '%s'", argv[i]);
 }
 
@@ -414,8 +451,9 @@ policy_cmd_check(const struct cli_ctx *ctx, int argc, char **argv)
 
 	if ((rc = policy_args_parse(ctx, argc, argv, &pa)) != 0)
 		return rc;
-	if (pa.pa_proto != NULL)
-		rc = policy_usage("check takes no --protocol");
+	if (pa.pa_proto != NULL || pa.pa_nlayers > 0)
+		rc = policy_usage("check takes no %s", pa.pa_proto != NULL ?
+		    "--protocol" : "--layer");
 	else if (pa.pa_npos == 0)
 		rc = policy_usage("check needs at least one FILE");
 	else
@@ -431,15 +469,16 @@ policy_cmd_test(const struct cli_ctx *ctx, int argc, char **argv)
 	int rc = policy_args_parse(ctx, argc, argv, &pa);
 
 	if (rc == 0)
-		rc = policy_test(pa.pa_json, pa.pa_proto, pa.pa_npos, pa.pa_pos);
+		rc = policy_test(pa.pa_json, pa.pa_proto, pa.pa_layers,
+		    pa.pa_nlayers, pa.pa_npos, pa.pa_pos);
 	free(pa.pa_pos);
 	return rc;
 }
 
 static const struct cli_sub policy_subs[] = {
 	{ "check", policy_cmd_check, "[--json] FILE..." },
-	{ "test", policy_cmd_test, "[--json] [--protocol tls|http|tcp] FILE "
-	  "HOST[:PORT] [METHOD PATH]" },
+	{ "test", policy_cmd_test, "[--json] [--protocol tls|http|tcp] "
+	  "[--layer FILE]... FILE HOST[:PORT] [METHOD PATH]" },
 	{ "suggest", policy_cmd_suggest, "[--sandbox S] [--name NAME] "
 	  "[--siblings N] [--key-file FILE] AUDIT..." },
 	{ NULL, NULL, NULL }

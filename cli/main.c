@@ -36,6 +36,7 @@ static const struct cli_cmd {
 	{ "reload", NULL, cmd_reload, "reload [--json]" },
 	{ "stats", NULL, cmd_stats, "stats [--json]" },
 	{ "metrics", NULL, cmd_metrics, "metrics [--json]" },
+	{ "approve", &cli_approve_group, NULL, NULL },
 	{ "sandbox", &cli_sandbox_group, NULL, NULL },
 	{ "net", &cli_net_group, NULL, NULL },
 	{ "vm", &cli_vm_group, NULL, NULL },

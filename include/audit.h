@@ -54,6 +54,7 @@ enum audit_event {
 	AUDIT_EV_SANDBOX,
 	AUDIT_EV_CONFIG,
 	AUDIT_EV_ALARM,		/* the host was disturbed (airlock's rules gone) */
+	AUDIT_EV_APPROVAL,	/* an operator's `airlock approve allow|deny` */
 	/* The writer's own records (audit_checkpoint(), rotation): audit_write()
 	   refuses them. */
 	AUDIT_EV_CHECKPOINT,	/* the chain's head, signed (or why not) */

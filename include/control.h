@@ -8,6 +8,10 @@
  *	{"cmd":"ping"}  {"cmd":"stats"}  {"cmd":"reload"}
  *	{"cmd":"sandbox_add","name":"NAME"}	re-read STATE_DIR/sandboxes/NAME.json
  *	{"cmd":"sandbox_remove","name":"NAME"}	close its connections, forget it
+ *	{"cmd":"metrics"}
+ *	{"cmd":"approve_ls"[,"sandbox":"NAME"]}	pending approvals and live grants
+ *	{"cmd":"approve","action":"allow"|"deny","sandbox":S,"name":N,"port":P,
+ *	 "scope":"once"|"for"|"always"|"pending"[,"seconds":T]}	root only
  * Replies: {"ok":true,...} or {"ok":false,"error":"..."}.
  */
 #ifndef AIRLOCK_CONTROL_H

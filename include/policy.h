@@ -37,6 +37,12 @@ enum policy_tls {
 	POLICY_TLS_INSPECT,
 };
 
+/* What a name no rule allows gets ("unknown"): refused, or refused and asked. */
+enum policy_unknown {
+	POLICY_UNKNOWN_DENY = 0,	/* default */
+	POLICY_UNKNOWN_ASK,		/* refused and recorded as a pending approval */
+};
+
 enum policy_action {
 	POLICY_ACTION_ALLOW = 0,	/* default */
 	POLICY_ACTION_DENY,
@@ -112,6 +118,8 @@ struct policy {
 	char		*p_name;	/* "policy" (of the policy's own file) */
 	char		*p_file;	/* the file it came from, or NULL */
 	enum policy_mode p_mode;	/* report only when every file says so */
+	enum policy_unknown p_unknown;	/* ask: the policy's own file says so and
+					   no other file of it says "deny" */
 	struct policy_rule *p_rules;	/* in evaluation order (SCHEMA.md) */
 	size_t		 p_nrules;
 	struct policy_limits p_limits;	/* the strictest of every file's */
@@ -330,9 +338,18 @@ extern const struct strtab policy_proto_names[];
 extern const struct strtab policy_tls_names[];
 extern const struct strtab policy_mode_names[];
 extern const struct strtab policy_action_names[];
+extern const struct strtab policy_unknown_names[];
 const char *policy_proto_str(enum policy_proto p);
 const char *policy_tls_str(enum policy_tls t);
 const char *policy_mode_str(enum policy_mode m);
 const char *policy_action_str(enum policy_action a);
+const char *policy_unknown_str(enum policy_unknown u);
+
+/*
+ * 1 if reason r says that no rule allows the name (or the name on that port):
+ * name_not_allowed, port_not_allowed.  What "unknown" and approvals are about
+ * (never a deny rule's refusal, nor a request's method or path).
+ */
+int	policy_reason_is_unknown(enum policy_reason r);
 
 #endif

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "netaddr.h"
 
@@ -42,6 +43,21 @@ int	sandbox_name_is_valid(const char *name);
 int	sandbox_load(const char *state_dir, const char *name, struct sandbox *sb);
 /* Writes it atomically (temp file + rename), 0600.  Returns 0 or -1. */
 int	sandbox_save(const char *state_dir, const struct sandbox *sb);
+/*
+ * STATE_DIR/approvals/NAME.json, the sandbox's approvals file (`airlock approve
+ * ... --always`): an ordinary policy file, merged after the sandbox's policy as an
+ * extra layer (policy_load_layers()).  0, or -1 (name invalid or path too long).
+ */
+int	sandbox_approvals_path(const char *state_dir, const char *name, char *buf,
+	    size_t len);
+/*
+ * The id of an approval of name (normalised) on port (0: not known, a DNS query)
+ * for sandbox: SANDBOX_APPROVAL_ID_LEN hex digits of a SipHash under a fixed key,
+ * the same in airlockd and the CLI and across restarts (a name, not a secret).
+ */
+#define SANDBOX_APPROVAL_ID_LEN	10
+void	sandbox_approval_id(const char *sandbox, const char *name, uint16_t port,
+	    char id[SANDBOX_APPROVAL_ID_LEN + 1]);
 /* Removes the record.  Returns 0 or -1. */
 int	sandbox_remove(const char *state_dir, const char *name);
 /*

@@ -19,8 +19,10 @@
 
 #include <jansson.h>
 
+#include "hostname.h"
 #include "log.h"
 #include "sandbox.h"
+#include "siphash.h"
 
 #define SANDBOX_DIR	"sandboxes"
 
@@ -290,6 +292,44 @@ sandbox_save(const char *state_dir, const struct sandbox *sb)
 	json_decref(root);
 	errno = saved;
 	return rv;
+}
+
+/* Not a secret: ids are stable names for the operator, not capabilities. */
+static const uint8_t sandbox_approval_key[16] = "airlock-approval";
+
+void
+sandbox_approval_id(const char *sandbox, const char *name, uint16_t port,
+    char id[SANDBOX_APPROVAL_ID_LEN + 1])
+{
+	char buf[2 * (HOSTNAME_MAX + 1) + 16];
+	uint64_t h;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%s\n%s\n%u", sandbox, name,
+	    (unsigned int)port);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	h = siphash24(sandbox_approval_key, buf, (size_t)n);
+	snprintf(id, SANDBOX_APPROVAL_ID_LEN + 1, "%010llx",
+	    (unsigned long long)(h & 0xffffffffffULL));
+}
+
+int
+sandbox_approvals_path(const char *state_dir, const char *name, char *buf,
+    size_t len)
+{
+	int n;
+
+	if (!sandbox_name_is_valid(name)) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = snprintf(buf, len, "%s/approvals/%s.json", state_dir, name);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
 }
 
 int

@@ -28,6 +28,11 @@ const struct strtab policy_mode_names[] = {
 	{ "report", POLICY_MODE_REPORT },
 	{ NULL, 0 }
 };
+const struct strtab policy_unknown_names[] = {
+	{ "deny", POLICY_UNKNOWN_DENY },
+	{ "ask", POLICY_UNKNOWN_ASK },
+	{ NULL, 0 }
+};
 const struct strtab policy_action_names[] = {
 	{ "allow", POLICY_ACTION_ALLOW },
 	{ "deny", POLICY_ACTION_DENY },
@@ -89,6 +94,19 @@ const char *
 policy_action_str(enum policy_action a)
 {
 	return policy_str(policy_action_names, (int)a);
+}
+
+const char *
+policy_unknown_str(enum policy_unknown u)
+{
+	return policy_str(policy_unknown_names, (int)u);
+}
+
+int
+policy_reason_is_unknown(enum policy_reason r)
+{
+	return r == POLICY_REASON_NAME_NOT_ALLOWED ||
+	    r == POLICY_REASON_PORT_NOT_ALLOWED;
 }
 
 /* A deny rule without ports names every port. */

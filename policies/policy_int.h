@@ -17,6 +17,7 @@ struct pl_doc {
 	char		**pd_base;	/* "base", as written */
 	size_t		 pd_nbase;
 	int		 pd_mode;	/* "mode" is there */
+	int		 pd_unknown;	/* "unknown" is there */
 };
 
 /*

@@ -42,6 +42,7 @@ struct ld_node {
 	struct policy_source *ln_src;	/* goes to the result's p_files */
 	size_t		 ln_text;	/* its index in the bundle */
 	int		 ln_mode;	/* it says "mode" */
+	int		 ln_unknown;	/* it says "unknown" */
 	size_t		*ln_kids;	/* nodes first loaded from its "base" */
 	size_t		 ln_nkids;
 };
@@ -410,6 +411,7 @@ ld_file(struct ld *L, const char *file, const char *as, long from, size_t idx,
 	n->ln_src = src;
 	n->ln_text = (size_t)ti;
 	n->ln_mode = d.pd_mode;
+	n->ln_unknown = d.pd_unknown;
 	L->ld_chain[depth] = me;
 	for (k = 0; k < d.pd_nbase && !L->ld_oom &&
 	    L->ld_nerr < POLICY_ERRORS_MAX; k++) {
@@ -545,10 +547,19 @@ ld_top_keys(struct ld *L, struct policy *p)
 	size_t i;
 
 	p->p_mode = POLICY_MODE_REPORT;
+	/* "ask" by the policy's own file; any file of it that says "deny" wins. */
+	p->p_unknown = L->ld_n > 0 ? L->ld_v[0].ln_pol->p_unknown :
+	    POLICY_UNKNOWN_DENY;
 	for (i = 0; i < L->ld_n; i++) {
 		n = &L->ld_v[i];
 		ld_limits(&p->p_limits, &n->ln_pol->p_limits);
+		if (n->ln_unknown && n->ln_pol->p_unknown == POLICY_UNKNOWN_DENY)
+			p->p_unknown = POLICY_UNKNOWN_DENY;
 		if (n->ln_src->ps_layer > 0) {
+			if (n->ln_unknown)
+				ld_err_at(L, i, "unknown", -1, "an extra layer "
+				    "cannot set \"unknown\" (the policy's own files "
+				    "do)");
 			if (n->ln_mode)
 				ld_err_at(L, i, "mode", -1, "an extra layer cannot "
 				    "set \"mode\" (the policy's own files do)");

@@ -714,7 +714,7 @@ pl_strdup(struct pl_ctx *c, char **dst, const char *s)
 
 /* ---- the schema ----------------------------------------------------------- */
 
-static const char *const pl_top_keys[] = { "policy", "base", "mode", "rules",
+static const char *const pl_top_keys[] = { "policy", "base", "mode", "unknown", "rules",
     "limits", "upstream_proxy", NULL };
 static const char *const pl_rule_keys[] = { "id", "action", "host", "cidr",
     "ports", "protocol", "tls", "http", "inject", NULL };
@@ -1427,6 +1427,9 @@ pl_top(struct pl_ctx *c, json_t *root, struct pl_doc *d)
 	p->p_mode = (enum policy_mode)pl_get_enum(c, root, "mode",
 	    policy_mode_names, POLICY_MODE_ENFORCE, "a mode (enforce or report)",
 	    &d->pd_mode);
+	p->p_unknown = (enum policy_unknown)pl_get_enum(c, root, "unknown",
+	    policy_unknown_names, POLICY_UNKNOWN_DENY, "what an unknown name gets "
+	    "(deny or ask)", &d->pd_unknown);
 
 	if (json_object_get(root, "base") != NULL)
 		pl_bases(c, root, d);

@@ -302,7 +302,7 @@ proxy_check(void)
 	for (i = 0; i < st.st_n; i++) {
 		const struct proxy_rec *r = &st.st_v[i];
 
-		p = policy_load_bundle(&r->pr_bundle, &errs);
+		p = proxy_rec_load(r, &errs);
 		if (p == NULL) {
 			for (k = 0; k < errs.n; k++) {
 				policy_error_fmt(&errs.v[k], line, sizeof(line));

@@ -227,6 +227,56 @@ proxy_conn_asked(struct proxy_conn *c, enum peek_status st, const struct peek_tl
 }
 
 /*
+ * A refusal of a name no rule opens, under "unknown": "ask": recorded as a pending
+ * approval.  Plain HTTP gets a 403 naming it (its method and path recorded too),
+ * and c is closed: 1.  Otherwise 0: the caller refuses c as it would.
+ */
+static int
+proxy_conn_ask(struct proxy_conn *c, const struct policy *p,
+    const struct policy_verdict *v, const struct peek_http *h)
+{
+	struct evbuffer *in = bufferevent_get_input(c->pc_client);
+	const char *method = NULL, *reason = policy_reason_str(v->pv_reason);
+	char id[APPROVAL_ID_LEN + 1], body[768], *path = NULL;
+	const uint8_t *buf;
+	size_t end, i;
+	int n;
+
+	if (c->pc_proto == POLICY_PROTO_HTTP && h->ph_method[0] != '\0') {
+		method = h->ph_method;
+		end = h->ph_target_off + h->ph_target_len;
+		if (h->ph_target_len > 0 && end <= evbuffer_get_length(in) &&
+		    (buf = evbuffer_pullup(in, (ev_ssize_t)end)) != NULL) {
+			for (i = 0; i < h->ph_target_len &&
+			    buf[h->ph_target_off + i] != '?'; i++)
+				;
+			path = strndup((const char *)buf + h->ph_target_off, i);
+		}
+	}
+	n = proxy_approval_ask(c->pc_sandbox, p, v->pv_reason, c->pc_name,
+	    c->pc_dport, method, path, id);
+	free(path);
+	if (n == 0 || c->pc_proto != POLICY_PROTO_HTTP)
+		return 0;
+	c->pc_state = PC_DECIDED;
+	snprintf(body, sizeof(body), "airlock: %s %s:%u denied by sandbox %s, "
+	    "policy %s: %s; approval requested: id %s (an operator may run: "
+	    "airlock approve allow %s %s --port %u)\n", method != NULL ? method :
+	    "-", c->pc_name, (unsigned int)c->pc_dport,
+	    c->pc_sandbox->ps_rec.sb_name, p->p_name, reason, id,
+	    c->pc_sandbox->ps_rec.sb_name, c->pc_name, (unsigned int)c->pc_dport);
+	n = asprintf(&c->pc_farewell, "HTTP/1.1 403 Forbidden\r\nContent-Type: "
+	    "text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+	    strlen(body), body);
+	if (n > 0)
+		c->pc_farewell_len = (size_t)n;
+	else
+		c->pc_farewell = NULL;
+	proxy_conn_close(c, reason, 0);
+	return 1;
+}
+
+/*
  * The first bytes are in: check them, ask the policy, and hand c to its mode.
  * Returns after c was closed or taken over.
  */
@@ -264,7 +314,21 @@ proxy_conn_decide(struct proxy_conn *c, enum peek_status st,
 	}
 	proxy_conn_query(c, c->pc_proto, &q);
 	c->pc_state = PC_DECIDED;
-	if (!policy_decide(p, &q, &v)) {
+	if (!policy_decide(p, &q, &v) && !c->pc_by_addr &&
+	    c->pc_proto == POLICY_PROTO_TLS &&
+	    proxy_approval_granted(c->pc_sandbox, v.pv_reason, c->pc_name,
+	    c->pc_dport, 1)) {
+		/* An operator's --once or --for: TLS, spliced. */
+		memset(&v, 0, sizeof(v));
+		v.pv_allow = 1;
+		v.pv_rule = &proxy_approval_rule;
+		v.pv_tls = POLICY_TLS_SPLICE;
+		c->pc_approved = 1;
+	}
+	if (!v.pv_allow && !c->pc_by_addr &&
+	    proxy_conn_ask(c, p, &v, h) == 1)
+		return;
+	if (!v.pv_allow) {
 		/* Allowed when the VM connected, revoked since: say so. */
 		proxy_conn_asked(c, st, t, h);
 		/* A deny rule's refusal names it (rule, rule_file). */

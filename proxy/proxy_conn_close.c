@@ -324,6 +324,17 @@ proxy_conn_precheck(struct proxy_conn *c, const struct policy *p)
 		if (v.pv_would_deny)
 			return NULL;	/* report mode: decided after the peek */
 	}
+	/*
+	 * A name no rule opens on this port: decided after the peek when an
+	 * operator's grant may let its TLS through (a --once used up there), or
+	 * when "unknown": "ask" records it (with a plain HTTP request's method and
+	 * path, and a 403 that names the approval).
+	 */
+	if (!c->pc_by_addr && policy_reason_is_unknown(v.pv_reason) &&
+	    (p->p_unknown == POLICY_UNKNOWN_ASK ||
+	    proxy_approval_granted(c->pc_sandbox, v.pv_reason, c->pc_name,
+	    c->pc_dport, 0)))
+		return NULL;
 	/* A deny rule that refuses every protocol: the record names it. */
 	if (v.pv_rule != NULL && v.pv_rule->pr_action == POLICY_ACTION_DENY)
 		proxy_conn_rule(c, v.pv_rule);
@@ -365,7 +376,16 @@ proxy_conn_recheck_one(struct proxy_conn *c, const struct policy *p)
 	struct policy_verdict v;
 
 	proxy_conn_query(c, c->pc_proto, &q);
-	if (!policy_decide(p, &q, &v))
+	/*
+	 * An operator let it through: it stays while no rule refuses it (an
+	 * unknown name still), whether or not its grant is still live.
+	 */
+	if (!policy_decide(p, &q, &v) && c->pc_approved &&
+	    policy_reason_is_unknown(v.pv_reason)) {
+		c->pc_limits = p->p_limits;
+		return NULL;
+	}
+	if (!v.pv_allow)
 		return PR_STR(POLICY_RELOAD);
 	/* A connection cannot change mode: the mode says whether it may go on. */
 	if (c->pc_mode != NULL && c->pc_mode->pm_recheck(c, &v) == -1)

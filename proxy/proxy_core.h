@@ -58,6 +58,23 @@ struct proxy_state {
 
 /* The socket to the root reader: -1 if there is none, -2 once it broke. */
 extern int proxy_reader_fd;
+/* proxy_approve.c: the control commands approve_ls and approve. */
+struct json_t;
+struct json_t *proxy_cmd_approve_ls(struct json_t *req, uid_t uid);
+struct json_t *proxy_cmd_approve(struct json_t *req, uid_t uid);
+/*
+ * proxy_reload.c: reads the record of sandbox name again (its policy, its
+ * approvals file) and puts it in force: the reply of "sandbox_add".
+ */
+struct json_t *proxy_sandbox_reread(const char *name, const char *source);
+
+/*
+ * Loads r's policy from its bundle: the policy's file and, when the bundle holds
+ * it, the sandbox's approvals file (sandbox_approvals_path()) as an extra layer.
+ * As policy_load_bundle().
+ */
+struct policy *proxy_rec_load(const struct proxy_rec *r,
+	    struct policy_errors *errs);
 /* Frees what st holds (not st) and empties it. */
 void	proxy_state_free(struct proxy_state *st);
 /*

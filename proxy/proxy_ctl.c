@@ -166,6 +166,10 @@ proxy_ctl_handle(const struct proxy_ctl_cmd *cmds, const char *line, size_t len,
 	for (c = cmds; c->cm_name != NULL; c++)
 		if (strcmp(c->cm_name, cmd) == 0)
 			break;
+	if (c->cm_name != NULL && c->cm_req_fn != NULL) {
+		reply = c->cm_req_fn(req, uid);
+		goto out;
+	}
 	wants_name = c->cm_name != NULL && c->cm_wants_name;
 	json_object_foreach(req, key, v) {
 		if (strcmp(key, "cmd") == 0)

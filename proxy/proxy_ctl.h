@@ -4,6 +4,8 @@
 #ifndef AIRLOCK_PROXY_CTL_H
 #define AIRLOCK_PROXY_CTL_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 
 struct event_base;
@@ -28,6 +30,11 @@ struct proxy_ctl_cmd {
 	int		 cm_wants_name;
 	int		 cm_log;
 	struct json_t	*(*cm_fn)(const char *name);
+	/*
+	 * Or, for a command with more arguments: the whole request (every key
+	 * checked by the command itself) and the client's uid (SO_PEERCRED).
+	 */
+	struct json_t	*(*cm_req_fn)(struct json_t *req, uid_t uid);
 };
 struct proxy_ctl;
 /*

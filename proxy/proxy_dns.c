@@ -112,6 +112,13 @@ dns_close_all(struct proxy_dns_out *o, int all)
 	return rv;
 }
 
+/* An operator's grant for name in sandbox arg (proxy_dns_answer_ap()). */
+static int
+dns_approved(void *arg, const char *name)
+{
+	return proxy_approval_dns(arg, name);
+}
+
 /*
  * One query from ss: rate limit, answer, account.  The response (if any) goes to
  * resp and its length to *rlen.
@@ -126,6 +133,7 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 	struct proxy_dns_rec rec;
 	struct proxy_dns_sb *s;
 	struct netaddr src;
+	char approval[APPROVAL_ID_LEN + 1];
 	const char *name = "";
 	char srcs[NETADDR_STRLEN];
 
@@ -151,10 +159,18 @@ dns_handle(const struct sockaddr *sa, const uint8_t *q, size_t qlen, int udp,
 
 	if (ps != NULL)
 		pp = proxy_sandbox_policy(ps);
-	if (proxy_dns_answer(pp != NULL ? pp->pp_policy : NULL,
-	    ps != NULL ? ps->ps_map : NULL, q, qlen, udp, resp, resplen, rlen,
-	    &res) == -1)
+	if (proxy_dns_answer_ap(pp != NULL ? pp->pp_policy : NULL,
+	    ps != NULL ? ps->ps_map : NULL, dns_approved, ps, q, qlen, udp, resp,
+	    resplen, rlen, &res) == -1)
 		*rlen = 0;
+	/* "unknown": "ask": a name no rule names is a pending approval. */
+	if (res.dr_unknown && res.dr_outcome == PROXY_DNS_NXDOMAIN && pp != NULL)
+		proxy_approval_ask(ps, pp->pp_policy, POLICY_REASON_NAME_NOT_ALLOWED,
+		    res.dr_qname, 0, NULL, NULL, approval);
+	if (res.dr_approved) {
+		res.dr_rule = proxy_approval_rule.pr_id;
+		res.dr_rule_file = proxy_approval_rule.pr_file;
+	}
 
 	memset(&rec, 0, sizeof(rec));
 	snprintf(rec.dr_sandbox, sizeof(rec.dr_sandbox), "%s", name);

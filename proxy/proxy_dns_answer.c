@@ -63,6 +63,16 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
     size_t qlen, int udp, uint8_t *resp, size_t resplen, size_t *outlen,
     struct proxy_dns_result *res)
 {
+	return proxy_dns_answer_ap(p, m, NULL, NULL, qbuf, qlen, udp, resp, resplen,
+	    outlen, res);
+}
+
+int
+proxy_dns_answer_ap(const struct policy *p, struct proxy_map *m,
+    int (*approved)(void *, const char *), void *arg, const uint8_t *qbuf,
+    size_t qlen, int udp, uint8_t *resp, size_t resplen, size_t *outlen,
+    struct proxy_dns_result *res)
+{
 	const struct policy_rule *r;
 	struct dns_query q;
 	const struct in_addr *a = NULL;
@@ -148,7 +158,10 @@ proxy_dns_answer(const struct policy *p, struct proxy_map *m, const uint8_t *qbu
 		res->dr_rule = r->pr_id;
 		res->dr_rule_file = r->pr_file;
 	}
-	if (r == NULL || r->pr_action == POLICY_ACTION_DENY) {
+	if (r == NULL && approved != NULL && approved(arg, q.dq_name))
+		res->dr_approved = 1;
+	else if (r == NULL || r->pr_action == POLICY_ACTION_DENY) {
+		res->dr_unknown = r == NULL;
 		res->dr_reason = r == NULL ? PR_STR(NAME_NOT_ALLOWED) :
 		    PR_STR(DENIED_BY_RULE);
 		if (p->p_mode == POLICY_MODE_REPORT)

@@ -135,6 +135,9 @@ struct proxy_dns_result {
 						   denied_by_rule, refused), or NULL */
 	const char	*dr_rule_file;		/* that rule's file, or NULL */
 	int		 dr_would_deny;		/* report mode: enforce would deny */
+	int		 dr_unknown;		/* refused: no rule names it
+						   (name_not_allowed) */
+	int		 dr_approved;		/* answered for an approval only */
 	struct netaddr	 dr_addr;		/* the mapped address (PROXY_DNS_ANSWER) */
 };
 
@@ -155,6 +158,15 @@ struct proxy_dns_result {
  * Returns 0, or -1 if resplen was too small (nothing to send).  res is always filled.
  */
 int	proxy_dns_answer(const struct policy *p, struct proxy_map *m,
+	    const uint8_t *q, size_t qlen, int udp, uint8_t *resp, size_t resplen,
+	    size_t *outlen, struct proxy_dns_result *res);
+/*
+ * The same, with approvals: a name no rule names (name_not_allowed, not a deny
+ * rule's) for which approved(arg, name) says 1 (an operator's --once/--for
+ * grant) is answered as an allowed one (dr_approved).  approved NULL: none.
+ */
+int	proxy_dns_answer_ap(const struct policy *p, struct proxy_map *m,
+	    int (*approved)(void *, const char *), void *arg,
 	    const uint8_t *q, size_t qlen, int udp, uint8_t *resp, size_t resplen,
 	    size_t *outlen, struct proxy_dns_result *res);
 

@@ -206,6 +206,8 @@ struct proxy_conn {
 	/* the rule that allowed it, within pc_policy (held): NULL for none */
 	const struct policy_rule *pc_prule;
 	int			 pc_would_deny;	/* report mode */
+	int			 pc_approved;	/* let through by an operator's
+						   --once/--for grant */
 	char			 pc_wd_reason[32];
 	enum policy_tls		 pc_tls;
 	struct policy_limits	 pc_limits;	/* copied at decision and recheck */

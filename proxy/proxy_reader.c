@@ -75,6 +75,27 @@ static pid_t proxy_reader_pid = -1;
  * Reading the state: sandbox records and the policy files they name.
  */
 
+struct policy *
+proxy_rec_load(const struct proxy_rec *r, struct policy_errors *errs)
+{
+	const struct policy_bundle *b = &r->pr_bundle;
+	const char *files[2];
+	char path[PATH_MAX];
+	size_t i;
+
+	if (b->pb_n < 2 || sandbox_approvals_path(proxy_cfg.state_dir,
+	    r->pr_sb.sb_name, path, sizeof(path)) == -1)
+		return policy_load_bundle(b, errs);
+	for (i = 1; i < b->pb_n; i++)
+		if (strcmp(b->pb_v[i].pt_file, path) == 0)
+			break;
+	if (i == b->pb_n)
+		return policy_load_bundle(b, errs);
+	files[0] = b->pb_v[0].pt_file;
+	files[1] = b->pb_v[i].pt_file;
+	return policy_load_layers(b, files, 2, errs);
+}
+
 void
 proxy_state_free(struct proxy_state *st)
 {
@@ -96,6 +117,7 @@ proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 {
 	struct sandbox *sbs = NULL;
 	struct stat sb;
+	char path[PATH_MAX];
 	int n, i, tries, ret = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -134,6 +156,12 @@ proxy_state_read_local(struct proxy_state *st, char *err, size_t errlen)
 
 		r->pr_sb = sbs[i];
 		if (policy_bundle_read(&r->pr_bundle, r->pr_sb.sb_policy) == -1)
+			policy_bundle_free(&r->pr_bundle);
+		/* Its approvals file, when there is one: an extra layer. */
+		else if (sandbox_approvals_path(proxy_cfg.state_dir,
+		    r->pr_sb.sb_name, path, sizeof(path)) == 0 &&
+		    stat(path, &sb) == 0 &&
+		    policy_bundle_read(&r->pr_bundle, path) == -1)
 			policy_bundle_free(&r->pr_bundle);
 		st->st_n++;
 	}

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "proxy_dns_sb.h"
@@ -103,6 +104,7 @@ proxy_sandbox_put(struct proxy_sandbox *ps)
 		return;
 	/* What DNS still counts for it is written now, with its name. */
 	proxy_dns_sb_free(ps->ps_dns);
+	proxy_approvals_free(ps->ps_approvals);
 	proxy_policy_put(ps->ps_policy);
 	proxy_map_free(ps->ps_map);
 	pthread_mutex_destroy(&ps->ps_limit_mtx);
@@ -198,6 +200,12 @@ proxy_sandbox_new(const struct sandbox *sb, struct proxy_policy *pp)
 		free(ps);
 		return NULL;
 	}
+	if ((ps->ps_approvals = proxy_approvals_new()) == NULL) {
+		proxy_dns_sb_free(ps->ps_dns);
+		proxy_map_free(ps->ps_map);
+		free(ps);
+		return NULL;
+	}
 	ps->ps_rec = *sb;
 	ps->ps_policy = pp;
 	ps->ps_refs = 1;
@@ -237,4 +245,72 @@ proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *), void *arg)
 		fn(proxy_reg[i], arg);
 	pthread_rwlock_unlock(&proxy_reg_lock);
 	return 0;
+}
+
+/*
+ * Approvals (proxy_approval.h): the sandbox's pending table and grants, as the
+ * connection path and DNS consult them.
+ */
+
+/* What a connection an in-memory grant lets through was decided by. */
+const struct policy_rule proxy_approval_rule = {
+	.pr_id = "approval",
+	.pr_action = POLICY_ACTION_ALLOW,
+	.pr_proto = POLICY_PROTO_TLS,
+	.pr_tls = POLICY_TLS_SPLICE,
+	.pr_file = "(approval)",
+};
+
+uint64_t
+proxy_approval_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t
+proxy_approval_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+proxy_approval_ask(struct proxy_sandbox *ps, const struct policy *p,
+    enum policy_reason r, const char *name, uint16_t port, const char *method,
+    const char *path, char id[APPROVAL_ID_LEN + 1])
+{
+	id[0] = '\0';
+	if (ps == NULL || ps->ps_approvals == NULL || p == NULL || name == NULL ||
+	    p->p_unknown != POLICY_UNKNOWN_ASK || !policy_reason_is_unknown(r))
+		return 0;
+	if (proxy_approvals_note(ps->ps_approvals, ps->ps_rec.sb_name, name, port,
+	    method, path, proxy_approval_wall_ms(), id) == 1)
+		log_info("sandbox %s: approval %s requested: %s port %u",
+		    ps->ps_rec.sb_name, id, name, (unsigned int)port);
+	return 1;
+}
+
+int
+proxy_approval_granted(struct proxy_sandbox *ps, enum policy_reason r,
+    const char *name, uint16_t port, int consume)
+{
+	if (ps == NULL || ps->ps_approvals == NULL || name == NULL ||
+	    !policy_reason_is_unknown(r))
+		return 0;
+	return proxy_approvals_take(ps->ps_approvals, name, port,
+	    proxy_approval_mono_ms(), consume);
+}
+
+int
+proxy_approval_dns(struct proxy_sandbox *ps, const char *name)
+{
+	if (ps == NULL || ps->ps_approvals == NULL)
+		return 0;
+	return proxy_approvals_has_name(ps->ps_approvals, name,
+	    proxy_approval_mono_ms());
 }

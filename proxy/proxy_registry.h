@@ -15,6 +15,7 @@
 
 #include "netaddr.h"
 #include "policy.h"
+#include "proxy_approval.h"
 #include "proxy_stats.h"
 #include "sandbox.h"
 
@@ -70,6 +71,8 @@ struct proxy_sandbox {
 	struct proxy_buckets ps_buckets;
 	/* DNS (proxy_dns_sb.c): rate limit, TCP clients, pending audit; own lock */
 	struct proxy_dns_sb *ps_dns;
+	/* approvals (proxy_approval.c): pending and --once/--for grants; own lock */
+	struct proxy_approvals *ps_approvals;
 	/* core-private (proxy_reload.c): the policy file in force, under the registry lock */
 	char		 ps_policy_file[PATH_MAX];
 	char		 ps_policy_error[256];	/* last load error, "" if none */
@@ -162,6 +165,27 @@ int	proxy_sandbox_foreach(void (*fn)(struct proxy_sandbox *, void *),
  */
 struct proxy_policy *proxy_sandbox_policy(struct proxy_sandbox *ps);
 void	proxy_policy_put(struct proxy_policy *pp);
+
+/*
+ * proxy_approve.c: approvals (pending, grants, the control commands).
+ * proxy_approval_ask(): after a refusal of name on port (0: unknown) with reason
+ * r by p, in sandbox ps: when p says "unknown": "ask" and r is an unknown-name
+ * reason (policy_reason_is_unknown()), the refusal is recorded as pending (with
+ * method and path, NULL when none) and 1 returned with its id; else 0 (id "").
+ * proxy_approval_granted(): 1 if, after a refusal with an unknown-name reason, an
+ * operator's --once/--for grant lets name on port through (consume: a --once
+ * grant is used up).  proxy_approval_dns(): 1 if a grant names name (DNS
+ * answers it).  proxy_approval_rule: what such a connection is decided by (TLS,
+ * spliced; id "approval", file "(approval)").
+ */
+extern const struct policy_rule proxy_approval_rule;
+uint64_t proxy_approval_mono_ms(void);
+int	proxy_approval_ask(struct proxy_sandbox *ps, const struct policy *p,
+	    enum policy_reason r, const char *name, uint16_t port,
+	    const char *method, const char *path, char id[APPROVAL_ID_LEN + 1]);
+int	proxy_approval_granted(struct proxy_sandbox *ps, enum policy_reason r,
+	    const char *name, uint16_t port, int consume);
+int	proxy_approval_dns(struct proxy_sandbox *ps, const char *name);
 
 /*
  * For the core only (proxy.c, proxy_reload.c): building, changing and walking the

@@ -142,7 +142,7 @@ proxy_apply_rec(const struct proxy_rec *r, const char *source,
 
 	*failed = 0;
 	jerrs = json_array();
-	if ((p = policy_load_bundle(&r->pr_bundle, &errs)) == NULL) {
+	if ((p = proxy_rec_load(r, &errs)) == NULL) {
 		for (k = 0; k < errs.n && k < PROXY_ERRORS_SHOWN; k++) {
 			policy_error_fmt(&errs.v[k], line, sizeof(line));
 			json_array_append_new(jerrs, json_string(line));
@@ -384,8 +384,8 @@ proxy_cmd_reload(const char *source)
 	return reply;
 }
 
-static json_t *
-proxy_cmd_sandbox_add(const char *name)
+json_t *
+proxy_sandbox_reread(const char *name, const char *source)
 {
 	struct proxy_state st;
 	struct proxy_keys *keys;
@@ -415,7 +415,7 @@ proxy_cmd_sandbox_add(const char *name)
 		return proxy_reply_error("no record for sandbox %s in %s/sandboxes",
 		    name, proxy_cfg.state_dir);
 	}
-	res = proxy_apply_rec(&st.st_v[i], "control", keys, &failed);
+	res = proxy_apply_rec(&st.st_v[i], source, keys, &failed);
 	if (proxy_keys_set(keys) == -1) {	/* taken over */
 		log_warnx("key material: out of memory (previous key material stays)");
 		proxy_keys_put(keys);
@@ -431,6 +431,12 @@ proxy_cmd_sandbox_add(const char *name)
 	} else
 		reply = json_pack("{s:b, s:o}", "ok", 1, "sandbox", res);
 	return reply;
+}
+
+static json_t *
+proxy_cmd_sandbox_add(const char *name)
+{
+	return proxy_sandbox_reread(name, "control");
 }
 
 static json_t *
@@ -532,12 +538,14 @@ proxy_cmd_stats_ctl(const char *name)
 
 /* The control socket's commands (include/control.h), for proxy_ctl_new(). */
 const struct proxy_ctl_cmd proxy_ctl_cmds[] = {
-	/* name,		wants_name, log, fn */
-	{ "ping",		0, 0, proxy_cmd_ping },
-	{ "stats",		0, 0, proxy_cmd_stats_ctl },
-	{ "metrics",		0, 0, proxy_cmd_metrics },
-	{ "reload",		0, 1, proxy_cmd_reload_ctl },
-	{ "sandbox_add",	1, 1, proxy_cmd_sandbox_add },
-	{ "sandbox_remove",	1, 1, proxy_cmd_sandbox_remove },
-	{ NULL,			0, 0, NULL }
+	/* name,		wants_name, log, fn, req_fn */
+	{ "ping",		0, 0, proxy_cmd_ping, NULL },
+	{ "stats",		0, 0, proxy_cmd_stats_ctl, NULL },
+	{ "metrics",		0, 0, proxy_cmd_metrics, NULL },
+	{ "reload",		0, 1, proxy_cmd_reload_ctl, NULL },
+	{ "sandbox_add",	1, 1, proxy_cmd_sandbox_add, NULL },
+	{ "sandbox_remove",	1, 1, proxy_cmd_sandbox_remove, NULL },
+	{ "approve_ls",		0, 0, NULL, proxy_cmd_approve_ls },
+	{ "approve",		0, 0, NULL, proxy_cmd_approve },
+	{ NULL,			0, 0, NULL, NULL }
 };

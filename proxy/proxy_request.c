@@ -543,8 +543,20 @@ proxy_req_start(struct proxy_req *r, const uint8_t *h, const struct http_request
 	q.pq_path = rawpath;
 	snprintf(what, sizeof(what), "%s %s", r->rq_method, c->pc_name);
 	if (!policy_decide(r->rq_pp->pp_policy, &q, &v)) {
+		char apid[APPROVAL_ID_LEN + 1];
+		size_t tl;
+
 		r->rq_rule = v.pv_rule;
 		proxy_req_deny(r, policy_reason_str(v.pv_reason), what, rf);
+		/* "unknown": "ask": the VM reads that it was asked, and the id. */
+		if (proxy_approval_ask(c->pc_sandbox, r->rq_pp->pp_policy,
+		    v.pv_reason, c->pc_name, c->pc_dport, r->rq_method, rawpath,
+		    apid) && (tl = strlen(rf->rf_text)) < sizeof(rf->rf_text))
+			snprintf(rf->rf_text + tl, sizeof(rf->rf_text) - tl,
+			    "; approval requested: id %s (an operator may run: "
+			    "airlock approve allow %s %s --port %u)", apid,
+			    proxy_req_sandbox(c), c->pc_name,
+			    (unsigned int)c->pc_dport);
 		goto out;
 	}
 	r->rq_rule = v.pv_rule;

@@ -6,6 +6,10 @@
  *	ts=2026-11-30T12:00:00.123Z sandbox=demo event=request dst=api.github.com:443
  *	decision=allow rule=github-api method=GET path=/repos status=200
  *	inject=a,b would_deny=1 bytes_up=1 bytes_down=2 ms=3 x.qname=example.com
+ *	n.port=443
+ *
+ * (x.KEY: an extra string field, n.KEY: an extra integer field; agg=dst: a denial
+ * aggregated per sandbox, reason and destination, as airlockd's connections'.)
  *
  *	audit_gen [--key-file FILE] [--sign-key FILE] PATH < spec
  *
@@ -14,6 +18,7 @@
  *			with --sign-key's key by a signer in this process that
  *			began at the chain's head when the log was opened (as
  *			airlockd's keys process does), or unsigned without one
+ *	!flush		every pending aggregation count written now (audit_flush())
  *	!keyd-down	from here on the signer refuses (as a keys process gone):
  *			checkpoints are written unsigned; !keyd-up undoes it
  *	!restart	the log closed and opened again, with a new signer that
@@ -114,6 +119,13 @@ gen_command(struct audit_log **logp, const char *line, const char *path,
 	if (strncmp(line, "!checkpoint ", 12) == 0) {
 		if (audit_checkpoint(*logp, line + 12) == -1) {
 			fprintf(stderr, "audit_gen: checkpoint: %m\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(line, "!flush") == 0) {
+		if (audit_flush(*logp, 1) == -1) {
+			fprintf(stderr, "audit_gen: flush: %m\n");
 			return -1;
 		}
 		return 0;
@@ -244,6 +256,8 @@ main(int argc, char **argv)
 				r.ar_decision = v;
 			else if (strcmp(w, "rule") == 0)
 				r.ar_rule = v;
+			else if (strcmp(w, "agg") == 0 && strcmp(v, "dst") == 0)
+				r.ar_aggregate = AUDIT_AGG_DST;
 			else if (strcmp(w, "rule_file") == 0)
 				r.ar_rule_file = v;
 			else if (strcmp(w, "reason") == 0)
@@ -269,6 +283,12 @@ main(int argc, char **argv)
 				extra[r.ar_nextra].ak_key = w + 2;
 				extra[r.ar_nextra].ak_str = v;
 				extra[r.ar_nextra].ak_num = 0;
+				r.ar_nextra++;
+			} else if (strncmp(w, "n.", 2) == 0 &&
+			    r.ar_nextra < AUDIT_EXTRA_MAX) {
+				extra[r.ar_nextra].ak_key = w + 2;
+				extra[r.ar_nextra].ak_str = NULL;
+				extra[r.ar_nextra].ak_num = atoll(v);
 				r.ar_nextra++;
 			} else
 				goto bad;
