@@ -67,21 +67,30 @@ proxy_approvals_free(struct proxy_approvals *a)
 	free(a);
 }
 
-/* Copies s (NULL: "") into dst[len], marking a cut with "...". */
+/*
+ * Copies s (NULL: "") into dst[len], marking a cut with "...".  A method and a
+ * path are the VM's bytes, and `approve ls` prints them to an operator's
+ * terminal: anything but printable ASCII (a control character, an escape
+ * sequence, a UTF-8 C1 control such as CSI) becomes '?'.
+ */
 static void
 approval_copy(char *dst, size_t len, const char *s)
 {
-	size_t n;
+	size_t n, i;
 
 	if (s == NULL)
 		s = "";
 	n = strlen(s);
-	if (n < len) {
+	if (n < len)
 		memcpy(dst, s, n + 1);
-		return;
+	else {
+		memcpy(dst, s, len - 4);
+		memcpy(dst + len - 4, "...", 4);
+		n = len - 1;
 	}
-	memcpy(dst, s, len - 4);
-	memcpy(dst + len - 4, "...", 4);
+	for (i = 0; i < n; i++)
+		if ((unsigned char)dst[i] < 0x20 || (unsigned char)dst[i] > 0x7e)
+			dst[i] = '?';
 }
 
 int

@@ -100,6 +100,22 @@ test_table(void)
 	    "last_path")), "/b") == 0, "first and last request kept");
 	json_decref(j);
 
+	/* The VM's bytes reach an operator's terminal: printable ASCII only. */
+	proxy_approvals_note(a, "sb", "esc.test", 80, "GET",
+	    "/\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "31m\x7f/x", 4500, id);
+	j = proxy_approvals_json(a, 0);
+	e = json_array_get(json_object_get(j, "pending"), 2);
+	is_string("/?]0;pwned??[2J??31m?/x", json_string_value(json_object_get(e,
+	    "path")), "control bytes, escapes and non-ASCII in a path become '?'");
+	json_decref(j);
+	proxy_approvals_note(a, "sb", "ok.test", 80, "GET", "/a-b_c.d~e%20f?g=h",
+	    4600, id);
+	j = proxy_approvals_json(a, 0);
+	e = json_array_get(json_object_get(j, "pending"), 3);
+	is_string("/a-b_c.d~e%20f?g=h", json_string_value(json_object_get(e,
+	    "path")), "... an ordinary path is kept as it is (positive control)");
+	json_decref(j);
+
 	/* Bounded: the oldest goes, counted. */
 	for (i = 0; i < APPROVAL_PENDING_MAX + 5; i++) {
 		snprintf(name, sizeof(name), "n%zu.test", i);
@@ -108,7 +124,7 @@ test_table(void)
 	np = npending(a, &dropped);
 	is_int(APPROVAL_PENDING_MAX, (long long)np, "at most %d entries",
 	    APPROVAL_PENDING_MAX);
-	is_int(7, (long long)dropped, "the 7 oldest dropped and counted");
+	is_int(9, (long long)dropped, "the 9 oldest dropped and counted (4 + 69 entries, 64 kept)");
 	j = proxy_approvals_json(a, 0);
 	e = json_array_get(json_object_get(j, "pending"), 0);
 	is_string("n5.test", json_string_value(json_object_get(e, "name")),
