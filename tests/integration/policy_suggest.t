@@ -6,7 +6,9 @@
 # policy, and the same workload under that policy in enforce mode passes, while a
 # host it never reached, a path and a method it never used, are refused.  Also: a log
 # whose chain does not verify gets no suggestion, two sandboxes need --sandbox, and
-# what the suggestion is made of is only what the log holds.
+# what the suggestion is made of is only what the log holds.  Then the suggestion with
+# "unknown": "ask": the new host is refused, shows in `approve ls`, and `approve
+# allow --once` lets exactly one more connection through.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/proxynet.sh
@@ -92,6 +94,28 @@ tail -n +$(($(wc -l <"$T/audit.before") + 1)) "$T/audit.jsonl" >"$T/audit.after"
 ! grep -q '"would_deny"' "$T/audit.after" &&
     grep -q '"qname":"new.test"' "$T/audit.after"
 ok $? "enforce mode: no would_deny records, new.test denied at DNS"
+
+# --- the suggestion grown by an operator: "unknown": "ask", airlock approve ---------
+perl -MJSON::PP -e 'local $/; my $j = decode_json(<STDIN>); $j->{unknown} = "ask";
+    print JSON::PP->new->canonical->pretty->encode($j)' <"$T/suggested.json" \
+    >"$T/policy.json"
+AL reload >"$T/reload.out" 2>&1
+ok $? "reload with the suggestion plus \"unknown\": \"ask\""
+vcurl https://new.test:8443/ >"$T/new.out" 2>&1
+ok $((! $?)) "the new host is still refused under ask ($(head -c 80 "$T/new.out"))"
+AL approve ls --json >"$T/ls.json" 2>&1
+perl -MJSON::PP -e 'local $/; my $j = decode_json(<STDIN>);
+    exit !grep { $_->{name} eq "new.test" } map { @{$_->{pending}} } @{$j->{sandboxes}}' \
+    <"$T/ls.json"
+ok $? "... and shows up in approve ls ($(head -c 160 "$T/ls.json"))"
+AL approve allow sg new.test --port 8443 --once >"$T/allow.out" 2>&1
+ok $? "approve allow sg new.test --port 8443 --once ($(head -c 80 "$T/allow.out"))"
+[ "$(vcurl https://new.test:8443/)" = "origin new.test" ]
+ok $? "... lets one connection through"
+vcurl https://new.test:8443/ >"$T/new.out" 2>&1
+ok $((! $?)) "... and exactly one: the next is refused"
+[ "$(vcurl https://origin.test/items/1)" = "origin origin.test" ]
+ok $? "the suggested rules still hold under ask (positive control)"
 
 # --- refusals ------------------------------------------------------------------------
 cp "$T/audit.jsonl" "$T/tampered.jsonl"
