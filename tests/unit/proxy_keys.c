@@ -136,7 +136,7 @@ main(void)
 		bail("vault: %s", err);
 	put(v, "tok", "api.example.com", VALUE);
 	put(v, "wild", "*.example.com", "wild-value-abcdefgh");
-	put(v, "short", "api.example.com", "abc");
+	put(v, "short", "api.example.com", "xyz");	/* not hex: a placeholder (hex) never holds it */
 	if (vault_commit(v, err, sizeof(err)) != VAULT_OK)
 		bail("commit: %s", err);
 	vault_close(v);
