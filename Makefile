@@ -188,6 +188,17 @@ bench: deps
 $(O)/bench/idleconn: $(O)/bench/idleconn.o
 	$(CC) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
 
+# make bench-scan: the scanner alone (bench/scanbench.c) side by side with Hyperscan,
+# which bench/deps.sh installs (libhyperscan-dev; never make deps: only this target
+# builds against it).  Results in bench/results/ (bench/scan.sh; bench/README.md).
+bench-scan:
+	sh bench/deps.sh libhyperscan-dev pkg-config
+	$(MAKE) $(O)/bench/scanbench
+	sh bench/scan.sh $(O)/bench/scanbench
+
+$(O)/bench/scanbench: $(O)/bench/scanbench.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $$(pkg-config --libs libhs)
+
 deps:
 	@sh .ci/deps.sh
 
@@ -263,7 +274,7 @@ uninstall:
 clean:
 	rm -rf build build-san airlock airlockd
 
-.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench install uninstall \
+.PHONY: all check check-deps tests fuzz fuzz-long deps clean guest bench bench-scan install uninstall \
 	man
 .SECONDARY:
 

@@ -73,30 +73,9 @@ for f in "$AIRLOCK" "$AIRLOCKD" "$IDLECONN"; do
 done
 
 # --- the peers, from Debian packages --------------------------------------------
-# Installed here, never by `make deps`: make check must not need them.  Package
-# scripts must not start the services in the machine's own namespace: with no
-# policy-rc.d in place, one that refuses is put there for the install only.
+# Installed here (bench/deps.sh), never by `make deps`: make check must not need them.
 BENCH_PKGS="wrk nghttp2-client nginx-light haproxy squid-openssl mitmproxy iproute2 nftables curl openssl"
-bench_deps() {
-	local p missing="" prc=/usr/sbin/policy-rc.d made=""
-	for p in $BENCH_PKGS; do
-		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
-		    grep -q '^install ok installed$' || missing="$missing $p"
-	done
-	[ -z "$missing" ] && return 0
-	say "installing$missing"
-	if [ ! -e "$prc" ]; then
-		printf '#!/bin/sh\nexit 101\n' >"$prc" && chmod 755 "$prc" && made=1
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
-	    update -qq &&
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
-	    install -y -qq --no-install-recommends $missing >&2
-	local rc=$?
-	[ -n "$made" ] && rm -f "$prc"
-	return $rc
-}
-bench_deps || die "could not install the peers"
+sh bench/deps.sh $BENCH_PKGS || die "could not install the peers"
 
 # --- state and clean-up ---------------------------------------------------------
 # What an earlier run left when it was killed outright (SIGKILL, or a TERM while a

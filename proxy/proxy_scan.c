@@ -72,6 +72,7 @@ struct scan_node {
 	uint32_t	 sn_match;	/* sn_out, else the dictionary node's */
 	uint32_t	 sn_depth;
 	uint32_t	 sn_edge;	/* first edge, or SCAN_NONE */
+	uint32_t	 sn_row;	/* depth 1: its row in ss_rows, else SCAN_NONE */
 };
 
 struct scan_edge {
@@ -94,6 +95,14 @@ struct scan_set {
 	size_t		 ss_nedge;
 	size_t		 ss_capedge;
 	uint32_t	 ss_root[256];	/* root transitions, complete */
+	uint32_t	*ss_rows;	/* complete transitions (256 each) of the
+					   depth-1 states, see scan_rows() */
+	size_t		 ss_nrows;
+	uint8_t		 ss_stop[256];	/* bytes that leave the root or begin an
+					   escape */
+	uint8_t		 ss_esc[256];	/* the escape characters, '%' and '\\' */
+	uint8_t		 ss_pair[65536 / 8];	/* bit c1 << 8 | c2: some pattern
+					   begins with c1 c2 */
 	uint32_t	 ss_first_out;	/* the states from here on are those with an
 					   output (sn_match), see scan_renumber() */
 	size_t		 ss_maxlen;
@@ -193,6 +202,10 @@ scan_set_free(struct scan_set *set)
 	if (set->ss_edge != NULL)
 		OPENSSL_cleanse(set->ss_edge, set->ss_capedge *
 		    sizeof(struct scan_edge));
+	if (set->ss_rows != NULL)
+		OPENSSL_cleanse(set->ss_rows, set->ss_nrows * 256 *
+		    sizeof(*set->ss_rows));
+	free(set->ss_rows);
 	free(set->ss_ent);
 	free(set->ss_pat);
 	free(set->ss_node);
@@ -259,6 +272,7 @@ scan_node_new(struct scan_set *set, uint32_t depth, uint32_t *out)
 	nd->sn_match = SCAN_NONE;
 	nd->sn_depth = depth;
 	nd->sn_edge = SCAN_NONE;
+	nd->sn_row = SCAN_NONE;
 	*out = (uint32_t)set->ss_nnode++;
 	return 0;
 }
@@ -534,6 +548,52 @@ scan_renumber(struct scan_set *set)
 	return 0;
 }
 
+/*
+ * Complete transition rows for the states of depth 1 (the root's children, at
+ * most 256 of them): from such a state a byte goes to its child or, the fail
+ * link being the root, where the root sends it, so scan_step() makes one load
+ * instead of walking the edge list (most bytes of text leave the root when the
+ * set has many patterns).  And what lets scan_plain_run() skip bytes at the
+ * root: the bytes that stay there and begin no escape, the escape characters,
+ * and the pairs of bytes that begin a pattern (the depth-2 states).  After
+ * scan_renumber().
+ */
+static int
+scan_rows(struct scan_set *set)
+{
+	uint32_t s, t, e, nr = 0;
+	unsigned int x;
+	int c;
+
+	for (c = 0; c < 256; c++) {
+		set->ss_esc[c] = c == '%' || c == '\\';
+		set->ss_stop[c] = set->ss_root[c] != SCAN_ROOT || set->ss_esc[c];
+		if (set->ss_root[c] != SCAN_ROOT &&
+		    set->ss_node[set->ss_root[c]].sn_row == SCAN_NONE)
+			set->ss_node[set->ss_root[c]].sn_row = nr++;
+	}
+	if (nr == 0)
+		return 0;
+	if ((set->ss_rows = calloc((size_t)nr * 256, sizeof(uint32_t))) == NULL)
+		return -1;
+	set->ss_nrows = nr;
+	for (c = 0; c < 256; c++) {
+		if ((s = set->ss_root[c]) == SCAN_ROOT)
+			continue;
+		memcpy(&set->ss_rows[(size_t)set->ss_node[s].sn_row * 256],
+		    set->ss_root, sizeof(set->ss_root));
+		for (e = set->ss_node[s].sn_edge; e != SCAN_NONE;
+		    e = set->ss_edge[e].se_next) {
+			t = set->ss_edge[e].se_to;
+			set->ss_rows[(size_t)set->ss_node[s].sn_row * 256 +
+			    set->ss_edge[e].se_byte] = t;
+			x = (unsigned int)c << 8 | set->ss_edge[e].se_byte;
+			set->ss_pair[x / 8] |= (uint8_t)(1u << x % 8);
+		}
+	}
+	return 0;
+}
+
 int
 scan_set_build(struct scan_set *set)
 {
@@ -588,7 +648,7 @@ scan_set_build(struct scan_set *set)
 			queue[qt++] = t;
 		}
 	}
-	if (scan_renumber(set) == -1)
+	if (scan_renumber(set) == -1 || scan_rows(set) == -1)
 		goto out;
 	set->ss_built = 1;
 	rc = 0;
@@ -613,6 +673,8 @@ scan_step(const struct scan_set *set, uint32_t s, uint8_t c)
 
 	while (s != SCAN_ROOT) {
 		n = nd[s];
+		if (n.sn_row != SCAN_NONE)	/* depth 1: complete, scan_rows() */
+			return set->ss_rows[(size_t)n.sn_row * 256 + c];
 		for (e = n.sn_edge; e != SCAN_NONE; e = x.se_next) {
 			x = ed[e];
 			if (x.se_byte == c)
@@ -838,16 +900,41 @@ scan_stream_view(struct scan_stream *s, enum scan_view v, uint8_t c,
  * alone (state *st) over p[i..n) up to the first byte that completes a match or
  * is an escape character, which it leaves unfed.  Returns its index (n: none).
  * Locals only in the loop: no loads through the set per byte.
+ *
+ * At the root it skips: 8 bytes at a time that all keep it there (ss_stop); and
+ * a byte c1 followed by c2 when no pattern begins with c1 c2 and neither is an
+ * escape character: from c1's state (depth 1 at most, its fail link the root)
+ * c2 then goes where it goes from the root, so the state after c2 is the same as
+ * without the skip (no pattern is shorter than 2), and a view that leaves its step
+ * at the next escape takes the state the raw automaton really has there.
  */
+/* Not 0 unless byte q[j] may be skipped at the root (its follower q[j + 1] read). */
+#define SCAN_SKIP(q, j)	(esc[(q)[j]] | esc[(q)[(j) + 1]] | \
+	(pair[(q)[j] << 5 | (q)[(j) + 1] >> 3] >> ((q)[(j) + 1] & 7) & 1))
+
 static size_t
 scan_plain_run(const struct scan_set *set, const uint8_t *p, size_t i, size_t n,
     uint32_t *st)
 {
 	const uint32_t *root = set->ss_root;
+	const uint8_t *stop = set->ss_stop, *esc = set->ss_esc;
+	const uint8_t *pair = set->ss_pair;
 	uint32_t s = *st, t, first = set->ss_first_out;
 	uint8_t c;
 
 	for (; i < n; i++) {
+		while (s == SCAN_ROOT) {
+			if (n - i >= 8 && (stop[p[i]] | stop[p[i + 1]] |
+			    stop[p[i + 2]] | stop[p[i + 3]] | stop[p[i + 4]] |
+			    stop[p[i + 5]] | stop[p[i + 6]] | stop[p[i + 7]]) == 0)
+				i += 8;
+			else if (n - i >= 2 && SCAN_SKIP(p + i, 0) == 0)
+				i++;
+			else
+				break;
+		}
+		if (i == n)
+			break;
 		c = p[i];
 		if (c == '%' || c == '\\')
 			break;
