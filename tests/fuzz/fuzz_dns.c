@@ -1,6 +1,8 @@
 /*
  * tests/fuzz/fuzz_dns.c: the DNS codec and the answering logic
- * (proxy/proxy_dns_codec.c, proxy/proxy_dns_answer.c) over arbitrary bytes, with a
+ * (proxy/proxy_dns_codec.c, proxy/proxy_dns_answer.c) over arbitrary bytes (with
+ * an operator's grant for some names when the last byte says: granted only
+ * where asked, never over a rule), with a
  * fixed policy and a small mapping table (so recycling runs too).  Besides memory
  * safety it checks promises: a response fits, echoes the ID with QR=1, is absent
  * only for a drop; an answer's address lies in the pool and maps back to its name;
@@ -52,6 +54,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+static int fz_grant;
+
+static int
+fz_approved(void *arg, const char *name)
+{
+	return fz_grant && strlen(name) % 2 == 1;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -65,9 +75,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		LLVMFuzzerInitialize(NULL, NULL);
 	fz_pol.p_mode = size > 0 && (data[size - 1] & 1) ? POLICY_MODE_REPORT :
 	    POLICY_MODE_ENFORCE;
-	if (proxy_dns_answer(&fz_pol, fz_map, data, size, 1, resp, sizeof(resp),
-	    &len, &res) == -1)
+	/* The input's last byte: an operator's grant for names of an odd length. */
+	fz_grant = size > 0 && (data[size - 1] & 2);
+	if (proxy_dns_answer_ap(&fz_pol, fz_map, fz_approved, NULL, data, size, 1,
+	    resp, sizeof(resp), &len, &res) == -1)
 		abort();	/* DNS_RESP_MAX is always enough */
+	/* Granted only where asked, and never over a rule (a deny rule's name). */
+	if (res.dr_approved && (!fz_grant || strlen(res.dr_qname) % 2 == 0 ||
+	    res.dr_rule != NULL || res.dr_unknown))
+		abort();
 	if (len > DNS_EDNS_UDP)
 		abort();
 	if ((res.dr_outcome == PROXY_DNS_DROP) != (len == 0))
