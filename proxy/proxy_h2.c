@@ -272,6 +272,13 @@ h2_get(const struct h2_fields *f, const char *name, size_t *len)
 	return NULL;
 }
 
+/* h2's upstream protocol, for the records. */
+static const char *
+h2_up_proto(const struct proxy_h2 *h2)
+{
+	return h2->h2_h1 ? "http/1.1" : "h2";
+}
+
 /* Bytes moved in one direction: the connection's counters, the sandbox's limits. */
 static void
 h2_count(struct proxy_conn *c, int up, size_t n)
@@ -322,7 +329,8 @@ h2_goaway(struct proxy_h2 *h2, uint32_t code, const char *reason)
 		struct proxy_req r;
 
 		proxy_req_init(&r, c, h2->h2_keys, -1);
-		r.rq_up_proto = h2->h2_h1 ? "http/1.1" : "h2";
+		evutil_gettimeofday(&r.rq_t0, NULL);
+		r.rq_up_proto = h2_up_proto(h2);
 		proxy_req_audit(&r, reason, -1);
 		log_info("connection %llu: HTTP/2 %s", (unsigned long long)c->pc_id,
 		    reason);
@@ -564,7 +572,7 @@ h2_stream_new(struct proxy_h2 *h2, int32_t id)
 		return NULL;
 	}
 	proxy_req_init(&hs->hs_r, h2->h2_conn, hs->hs_keys, id);
-	hs->hs_r.rq_up_proto = h2->h2_h1 ? "http/1.1" : "h2";
+	hs->hs_r.rq_up_proto = h2_up_proto(h2);
 	evutil_gettimeofday(&hs->hs_r.rq_t0, NULL);
 	TAILQ_INSERT_TAIL(&h2->h2_streams, hs, hs_entry);
 	return hs;
@@ -1147,7 +1155,8 @@ vm_frame_send(nghttp2_session *s, const nghttp2_frame *fr, void *arg)
 	if (fr->hd.type == NGHTTP2_GOAWAY && !h2->h2_closing) {
 		if (fr->goaway.error_code == NGHTTP2_ENHANCE_YOUR_CALM) {
 			proxy_req_init(&r, h2->h2_conn, h2->h2_keys, -1);
-			r.rq_up_proto = h2->h2_h1 ? "http/1.1" : "h2";
+			evutil_gettimeofday(&r.rq_t0, NULL);
+			r.rq_up_proto = h2_up_proto(h2);
 			proxy_req_audit(&r, PR_STR(RATE_LIMITED), -1);
 		}
 		h2_closing(h2);		/* nghttp2's own GOAWAY: not a second one */
@@ -1518,13 +1527,6 @@ up_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *arg)
  * connection.
  */
 
-/* h2's upstream protocol, for the records. */
-static const char *
-h2_up_proto(const struct proxy_h2 *h2)
-{
-	return h2->h2_h1 ? "http/1.1" : "h2";
-}
-
 /* The origin sent what no request asked for: a record of the connection's. */
 static void
 h2_h1_stray(struct proxy_h2 *h2)
@@ -1532,6 +1534,7 @@ h2_h1_stray(struct proxy_h2 *h2)
 	struct proxy_req r;
 
 	proxy_req_init(&r, h2->h2_conn, h2->h2_keys, -1);
+	evutil_gettimeofday(&r.rq_t0, NULL);
 	r.rq_up_proto = h2_up_proto(h2);
 	proxy_req_audit(&r, PR_STR(UPSTREAM_HTTP_MALFORMED), -1);
 	log_info("connection %llu: the origin sent bytes no request asked for",
