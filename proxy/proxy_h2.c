@@ -6,16 +6,36 @@
  * How a connection gets here.  Inspect mode (proxy_inspect.c) terminates the VM's
  * TLS as for HTTP/1.1.  When the VM's ClientHello offers h2 (proxy_h2_offered),
  * its handshake waits for the upstream's, and the upstream offers h2 and http/1.1;
- * only if the origin verified and chose h2 may the VM's handshake choose h2
- * (proxy_tls.c).  Then both sides speak HTTP/2 and inspect hands the connection
- * to this engine (proxy_h2_start).  An origin that chose http/1.1 means http/1.1
- * towards the VM too (an h2-only VM client gets no_application_protocol, as it
- * did before), and a VM that did not offer h2 gets http/1.1 both ways: no stream
- * is ever translated into an HTTP/1.1 request, so nothing from an HTTP/2 stream
- * reaches an HTTP/1.1 upstream.
+ * once the origin verified, the VM's handshake may choose h2 (proxy_tls.c), and
+ * inspect hands the connection to this engine (proxy_h2_start).  An upstream that
+ * failed means http/1.1 towards the VM (inspect answers it), and a VM that did
+ * not offer h2 gets http/1.1 both ways.
  *
- * Streams map 1:1: each VM stream (the server session, vm) that passes its checks
- * becomes one stream of this connection's own upstream (the client session, up).
+ * An HTTP/2 origin (it chose h2): streams map 1:1: each VM stream (the server
+ * session, vm) that passes its checks becomes one stream of this connection's own
+ * upstream (the client session, up).
+ *
+ * An HTTP/1.1 origin (it chose http/1.1, or no ALPN: h2_h1, no client session):
+ * each stream that passes its checks is one HTTP/1.1 exchange on the upstream
+ * connection, one at a time, in the order the heads came (no pipelining; the
+ * others wait on h2_h1q, bounded by the stream limit and each one's window).  The
+ * request is the head proxy_req_start() rebuilt, as it is (Content-Length when the
+ * stream sent content-length, nothing when HEADERS ended it, else chunked; te
+ * never, as a hop-by-hop field; request trailers scanned, then dropped).  The
+ * response: the strict HTTP/1.1 response parser (its smuggling refusals), 1xx
+ * skipped, the body by its framing (http_chunked_feed), then as for an HTTP/2
+ * origin (h2_response_submit: checks, redaction, HEADERS and DATA without
+ * connection-specific fields).  Malformed: 502, or RST_STREAM INTERNAL_ERROR once
+ * the head went out, upstream_http_malformed.  Bytes past a response's end or
+ * while no exchange is under way: upstream_http_malformed (the connection's
+ * record), never passed on.  The upstream connection is closed, never reused (this
+ * engine pools nothing), after those, Connection: close, a body until close, an
+ * exchange cut short (a VM reset, a refusal mid-body, an early answer) or EOF;
+ * the streams still waiting then get REFUSED_STREAM (unprocessed: a client may
+ * retry them) and the VM a GOAWAY.  gRPC cannot work without trailers: refused
+ * with grpc-status 14, grpc_needs_h2, nothing sent.  Records carry
+ * "upstream_protocol" ("h2" or "http/1.1").
+ *
  * Per stream, exactly what HTTP/1.1 gets per request (proxy_request.c runs the
  * same code): the stream's head is written out as the HTTP/1.1 head it stands for
  * (":method :path HTTP/1.1", Host from :authority, which must agree with host
@@ -67,9 +87,11 @@
  * stream stays within a window.
  *
  * Not here (yet): one upstream connection per VM connection (no sharing across VM
- * connections); a reload's new h2_streams applies to new connections only.
+ * connections, none pooled, for an HTTP/1.1 origin no second connection for
+ * parallel streams); a reload's new h2_streams applies to new connections only.
  *
- * Test seam: proxy_h2_attach_test (tests/fuzz/fuzz_h2.c), both ends in memory.
+ * Test seam: proxy_h2_attach_test (tests/fuzz/fuzz_h2.c), both ends in memory,
+ * the origin speaking HTTP/2 or HTTP/1.1.
  */
 #include <sys/queue.h>
 #include <sys/time.h>
@@ -1660,6 +1682,13 @@ h2_h1_done(struct proxy_h2 *h2, struct h2_stream *hs)
 
 	h2->h2_h1cur = NULL;
 	h2_response_end(hs);
+	if (!hs->hs_h1body_done) {
+		/* Answered before the request was whole: the rest is dropped. */
+		hs->hs_h1open = 0;
+		evbuffer_drain(hs->hs_reqbody, evbuffer_get_length(hs->hs_reqbody));
+		(void)nghttp2_session_consume(h2->h2_vm, hs->hs_id, hs->hs_req_raw);
+		hs->hs_req_raw = 0;
+	}
 	if (!hs->hs_h1body_done || h2->h2_h1last || h2->h2_h1eof)
 		h2_h1_close(h2);	/* answered early, or the origin ends */
 	else if (evbuffer_get_length(in) > 0)
