@@ -176,7 +176,7 @@ got_origin "$T/c6"
 ok $? "control: the same client without EMS on TLS 1.3 gets through (EMS is a TLS 1.2 matter)"
 [ "$(denials)" -ge $((d0 + 4)) ]
 ok $? "... each refusal audited as client_tls_failed ($(($(denials) - d0)))"
-for p in h3 foo spdy/3.1; do
+for p in h3 foo imap; do
 	vm_tls "$T/a-$p" -alpn "$p"
 	! got_origin "$T/a-$p" && grep -q "no application protocol" "$T/a-$p"
 	ok $? "ALPN offer '$p' (nothing airlock speaks): the no_application_protocol alert"
