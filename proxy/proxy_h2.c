@@ -6,16 +6,36 @@
  * How a connection gets here.  Inspect mode (proxy_inspect.c) terminates the VM's
  * TLS as for HTTP/1.1.  When the VM's ClientHello offers h2 (proxy_h2_offered),
  * its handshake waits for the upstream's, and the upstream offers h2 and http/1.1;
- * only if the origin verified and chose h2 may the VM's handshake choose h2
- * (proxy_tls.c).  Then both sides speak HTTP/2 and inspect hands the connection
- * to this engine (proxy_h2_start).  An origin that chose http/1.1 means http/1.1
- * towards the VM too (an h2-only VM client gets no_application_protocol, as it
- * did before), and a VM that did not offer h2 gets http/1.1 both ways: no stream
- * is ever translated into an HTTP/1.1 request, so nothing from an HTTP/2 stream
- * reaches an HTTP/1.1 upstream.
+ * once the origin verified, the VM's handshake may choose h2 (proxy_tls.c), and
+ * inspect hands the connection to this engine (proxy_h2_start).  An upstream that
+ * failed means http/1.1 towards the VM (inspect answers it), and a VM that did
+ * not offer h2 gets http/1.1 both ways.
  *
- * Streams map 1:1: each VM stream (the server session, vm) that passes its checks
- * becomes one stream of this connection's own upstream (the client session, up).
+ * An HTTP/2 origin (it chose h2): streams map 1:1: each VM stream (the server
+ * session, vm) that passes its checks becomes one stream of this connection's own
+ * upstream (the client session, up).
+ *
+ * An HTTP/1.1 origin (it chose http/1.1, or no ALPN: h2_h1, no client session):
+ * each stream that passes its checks is one HTTP/1.1 exchange on the upstream
+ * connection, one at a time, in the order the heads came (no pipelining; the
+ * others wait on h2_h1q, bounded by the stream limit and each one's window).  The
+ * request is the head proxy_req_start() rebuilt, as it is (Content-Length when the
+ * stream sent content-length, nothing when HEADERS ended it, else chunked; te
+ * never, as a hop-by-hop field; request trailers scanned, then dropped).  The
+ * response: the strict HTTP/1.1 response parser (its smuggling refusals), 1xx
+ * skipped, the body by its framing (http_chunked_feed), then as for an HTTP/2
+ * origin (h2_response_submit: checks, redaction, HEADERS and DATA without
+ * connection-specific fields).  Malformed: 502, or RST_STREAM INTERNAL_ERROR once
+ * the head went out, upstream_http_malformed.  Bytes past a response's end or
+ * while no exchange is under way: upstream_http_malformed (the connection's
+ * record), never passed on.  The upstream connection is closed, never reused (this
+ * engine pools nothing), after those, Connection: close, a body until close, an
+ * exchange cut short (a VM reset, a refusal mid-body, an early answer) or EOF;
+ * the streams still waiting then get REFUSED_STREAM (unprocessed: a client may
+ * retry them) and the VM a GOAWAY.  gRPC cannot work without trailers: refused
+ * with grpc-status 14, grpc_needs_h2, nothing sent.  Records carry
+ * "upstream_protocol" ("h2" or "http/1.1").
+ *
  * Per stream, exactly what HTTP/1.1 gets per request (proxy_request.c runs the
  * same code): the stream's head is written out as the HTTP/1.1 head it stands for
  * (":method :path HTTP/1.1", Host from :authority, which must agree with host
@@ -67,9 +87,11 @@
  * stream stays within a window.
  *
  * Not here (yet): one upstream connection per VM connection (no sharing across VM
- * connections); a reload's new h2_streams applies to new connections only.
+ * connections, none pooled, for an HTTP/1.1 origin no second connection for
+ * parallel streams); a reload's new h2_streams applies to new connections only.
  *
- * Test seam: proxy_h2_attach_test (tests/fuzz/fuzz_h2.c), both ends in memory.
+ * Test seam: proxy_h2_attach_test (tests/fuzz/fuzz_h2.c), both ends in memory,
+ * the origin speaking HTTP/2 or HTTP/1.1.
  */
 #include <sys/queue.h>
 #include <sys/time.h>
@@ -126,6 +148,7 @@ struct h2_fields {
 
 struct h2_stream {
 	TAILQ_ENTRY(h2_stream) hs_entry;
+	TAILQ_ENTRY(h2_stream) hs_qentry;	/* HTTP/1.1 origin: waiting */
 	struct proxy_h2		*hs_h2;
 	int32_t			 hs_id;		/* the VM's stream */
 	int32_t			 hs_up;		/* the upstream's, 0: none */
@@ -152,6 +175,12 @@ struct h2_stream {
 	int			 hs_res_trailers;	/* hs_res holds trailers */
 	size_t			 hs_res_raw;	/* upstream bytes not yet consumed */
 	struct http_buf		 hs_text;	/* our own answer's body */
+	/* HTTP/1.1 origin (h2_h1): the request as one exchange of its connection */
+	int			 hs_h1open;	/* checked: its DATA is taken */
+	int			 hs_queued;	/* on h2_h1q, not sent yet */
+	struct http_buf		 hs_h1head;	/* the rebuilt head (wiped) */
+	enum http_framing	 hs_h1fr;	/* its body's framing upstream */
+	int			 hs_h1body_done;	/* the whole request is out */
 };
 TAILQ_HEAD(h2_stream_list, h2_stream);
 
@@ -169,6 +198,20 @@ struct proxy_h2 {
 	int			 h2_nconts;	/* CONTINUATIONs of this block */
 	time_t			 h2_sec;	/* the second the counters count */
 	unsigned int		 h2_nsettings, h2_npings, h2_nempty, h2_nresets;
+	/*
+	 * The origin chose http/1.1 (or no ALPN): no upstream session; each stream
+	 * is one HTTP/1.1 exchange on the upstream connection, one at a time.
+	 */
+	int			 h2_h1;
+	struct h2_stream_list	 h2_h1q;	/* checked, waiting their turn */
+	struct h2_stream	*h2_h1cur;	/* the exchange in progress */
+	int			 h2_h1head;	/* its response head is not in yet */
+	size_t			 h2_h1find;	/* http_head_find()'s state */
+	enum http_framing	 h2_h1fr;	/* its response body's framing */
+	uint64_t		 h2_h1left;	/* HTTP_BODY_LENGTH: bytes to come */
+	struct http_chunked	 h2_h1ch;	/* HTTP_BODY_CHUNKED */
+	int			 h2_h1last;	/* the origin ends after it */
+	int			 h2_h1eof;	/* the origin closed its side */
 };
 
 static void	h2_run(struct proxy_conn *);
@@ -251,6 +294,13 @@ h2_get(const struct h2_fields *f, const char *name, size_t *len)
 	return NULL;
 }
 
+/* h2's upstream protocol, for the records. */
+static const char *
+h2_up_proto(const struct proxy_h2 *h2)
+{
+	return h2->h2_h1 ? "http/1.1" : "h2";
+}
+
 /* Bytes moved in one direction: the connection's counters, the sandbox's limits. */
 static void
 h2_count(struct proxy_conn *c, int up, size_t n)
@@ -301,6 +351,8 @@ h2_goaway(struct proxy_h2 *h2, uint32_t code, const char *reason)
 		struct proxy_req r;
 
 		proxy_req_init(&r, c, h2->h2_keys, -1);
+		evutil_gettimeofday(&r.rq_t0, NULL);
+		r.rq_up_proto = h2_up_proto(h2);
 		proxy_req_audit(&r, reason, -1);
 		log_info("connection %llu: HTTP/2 %s", (unsigned long long)c->pc_id,
 		    reason);
@@ -359,12 +411,45 @@ h2_audit(struct h2_stream *hs, const char *reason, int status)
 	proxy_req_audit(&hs->hs_r, reason, status);
 }
 
+/*
+ * HTTP/1.1 origin: its connection is done with (an exchange cut short, a
+ * malformed or smuggling response, Connection: close, EOF).  It is never used
+ * again (nor pooled: this engine pools nothing); h2_run answers the rest.
+ */
+static void
+h2_h1_close(struct proxy_h2 *h2)
+{
+	h2->h2_up_gone = 1;
+	h2->h2_h1cur = NULL;
+	if (h2->h2_conn->pc_server != NULL)
+		bufferevent_disable(h2->h2_conn->pc_server, EV_READ);
+}
+
+/* HTTP/1.1 origin: hs leaves the queue (never sent). */
+static void
+h2_h1_unqueue(struct h2_stream *hs)
+{
+	if (hs->hs_queued) {
+		TAILQ_REMOVE(&hs->hs_h2->h2_h1q, hs, hs_qentry);
+		hs->hs_queued = 0;
+	}
+	hs->hs_h1open = 0;
+	http_buf_free(&hs->hs_h1head);
+}
+
 /* The upstream stream of hs is not wanted any more (once). */
 static void
 h2_cancel_up(struct h2_stream *hs)
 {
 	struct proxy_h2 *h2 = hs->hs_h2;
 
+	if (h2->h2_h1) {
+		/* Waiting: dropped.  Under way: HTTP/1.1 cannot cancel one. */
+		h2_h1_unqueue(hs);
+		if (h2->h2_h1cur == hs)
+			h2_h1_close(h2);
+		return;
+	}
 	if (hs->hs_up <= 0 || h2->h2_up_gone || hs->hs_up_cancelled)
 		return;
 	hs->hs_up_cancelled = 1;
@@ -509,6 +594,7 @@ h2_stream_new(struct proxy_h2 *h2, int32_t id)
 		return NULL;
 	}
 	proxy_req_init(&hs->hs_r, h2->h2_conn, hs->hs_keys, id);
+	hs->hs_r.rq_up_proto = h2_up_proto(h2);
 	evutil_gettimeofday(&hs->hs_r.rq_t0, NULL);
 	TAILQ_INSERT_TAIL(&h2->h2_streams, hs, hs_entry);
 	return hs;
@@ -520,11 +606,16 @@ h2_stream_free(struct h2_stream *hs)
 	struct proxy_h2 *h2 = hs->hs_h2;
 
 	TAILQ_REMOVE(&h2->h2_streams, hs, hs_entry);
+	if (h2->h2_h1) {
+		h2_h1_unqueue(hs);
+		if (h2->h2_h1cur == hs)
+			h2_h1_close(h2);	/* its exchange is not over */
+	}
 	if (hs->hs_up > 0 && !h2->h2_up_gone)
 		(void)nghttp2_session_set_stream_user_data(h2->h2_up, hs->hs_up,
 		    NULL);
 	/* Response bytes never passed on: the connection's window gets them back. */
-	if (hs->hs_res_raw > 0 && !h2->h2_up_gone)
+	if (hs->hs_res_raw > 0 && !h2->h2_up_gone && h2->h2_up != NULL)
 		(void)nghttp2_session_consume_connection(h2->h2_up, hs->hs_res_raw);
 	proxy_req_reset(&hs->hs_r);
 	h2_fields_clear(&hs->hs_req);
@@ -835,8 +926,29 @@ h2_request_start(struct h2_stream *hs, int end_stream)
 		goto out;
 	}
 	/* The rebuilt head parses (airlock never emits one it would refuse). */
-	if (http_request_parse(head.hb_p, head.hb_len, rq) != HTTP_OK ||
-	    (low = malloc(head.hb_len)) == NULL)
+	if (http_request_parse(head.hb_p, head.hb_len, rq) != HTTP_OK)
+		goto internal;
+	if (h2->h2_h1) {
+		if (hs->hs_grpc) {
+			/* Its status comes in trailers, which HTTP/1.1 drops. */
+			proxy_req_refusal(&rf, 502, "Bad Gateway",
+			    PR_STR(GRPC_NEEDS_H2), "the origin speaks HTTP/1.1 only: "
+			    "gRPC needs HTTP/2 to the origin");
+			h2_refuse(hs, &rf);
+			goto out;
+		}
+		/* Sent as it is, when its turn comes (h2_h1_pump). */
+		hs->hs_h1fr = rq->hq_framing;
+		hs->hs_h1head = head;
+		head = (struct http_buf)HTTP_BUF_INIT;
+		scan_stream_init(&hs->hs_scan, hs->hs_keys->pk_ph_set);
+		hs->hs_req_eof = end_stream;
+		hs->hs_h1open = 1;
+		hs->hs_queued = 1;
+		TAILQ_INSERT_TAIL(&h2->h2_h1q, hs, hs_qentry);
+		goto out;
+	}
+	if ((low = malloc(head.hb_len)) == NULL)
 		goto internal;
 	snprintf(auth, sizeof(auth), c->pc_dport == 443 ? "%s" : "%s:%u",
 	    c->pc_name, c->pc_dport);
@@ -1032,7 +1144,7 @@ vm_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p,
 	struct proxy_refusal rf;
 
 	h2_touch(h2);
-	if (hs == NULL || hs->hs_refused || hs->hs_up <= 0) {
+	if (hs == NULL || hs->hs_refused || (hs->hs_up <= 0 && !hs->hs_h1open)) {
 		/* Nobody takes it: acknowledged at once. */
 		(void)nghttp2_session_consume(s, id, n);
 		return 0;
@@ -1045,7 +1157,8 @@ vm_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p,
 	if (evbuffer_add(hs->hs_reqbody, p, n) == -1)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	hs->hs_req_raw += n;
-	(void)nghttp2_session_resume_data(h2->h2_up, hs->hs_up);
+	if (hs->hs_up > 0)
+		(void)nghttp2_session_resume_data(h2->h2_up, hs->hs_up);
 	return 0;
 }
 
@@ -1064,6 +1177,8 @@ vm_frame_send(nghttp2_session *s, const nghttp2_frame *fr, void *arg)
 	if (fr->hd.type == NGHTTP2_GOAWAY && !h2->h2_closing) {
 		if (fr->goaway.error_code == NGHTTP2_ENHANCE_YOUR_CALM) {
 			proxy_req_init(&r, h2->h2_conn, h2->h2_keys, -1);
+			evutil_gettimeofday(&r.rq_t0, NULL);
+			r.rq_up_proto = h2_up_proto(h2);
 			proxy_req_audit(&r, PR_STR(RATE_LIMITED), -1);
 		}
 		h2_closing(h2);		/* nghttp2's own GOAWAY: not a second one */
@@ -1127,7 +1242,7 @@ h2_res_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 		 * its END_STREAM leaked its size, and the session stalled once
 		 * 64 KiB had leaked (655 responses of 100 bytes: make bench h2).
 		 */
-		if (!h2->h2_up_gone) {
+		if (!h2->h2_up_gone && h2->h2_up != NULL) {
 			if (hs->hs_up > 0)
 				(void)nghttp2_session_consume(h2->h2_up, hs->hs_up, k);
 			else
@@ -1210,76 +1325,51 @@ h2_response_trailers(struct h2_stream *hs)
 }
 
 /*
- * A final response head from the origin: written as the HTTP/1.1 head it stands
- * for, through the strict parser and the checks and redaction of proxy_request.c,
- * and back to HTTP/2 fields for the VM.
+ * A final response head h1 (rs: its parse by the strict HTTP/1.1 parser), the
+ * origin's own (HTTP/1.1 origin) or the one its HTTP/2 fields stand for: through
+ * the checks and redaction of proxy_request.c, and out as HTTP/2 fields to the VM
+ * (connection-specific ones and the framing never).  end_stream: no body follows.
+ * 0, or -1 (the stream was answered or reset instead).
  */
-static void
-h2_response_start(struct h2_stream *hs, int end_stream)
+static int
+h2_response_submit(struct h2_stream *hs, const uint8_t *h1,
+    struct http_response *rs, int end_stream)
 {
 	struct proxy_h2 *h2 = hs->hs_h2;
-	struct h2_fields *f = &hs->hs_res;
-	struct http_buf h1 = HTTP_BUF_INIT, head = HTTP_BUF_INIT;
-	struct http_response *rs = NULL, *out = NULL;
+	struct http_buf head = HTTP_BUF_INIT;
+	struct http_response *out = NULL;
 	struct http_rewrite rw;
 	struct proxy_refusal rf;
 	nghttp2_data_provider prd;
 	nghttp2_nv nv[HTTP_FIELDS_MAX + 2];
-	const char *status;
+	char status[8];
 	uint8_t *low = NULL;
-	size_t sl, i, n = 0;
-	enum http_method meth;
+	size_t n = 0;
+	int rc = -1;
 
-	h2_touch(h2);
-	status = h2_get(f, ":status", &sl);
-	if (f->hf_bad != NULL || status == NULL) {
-		h2_bad_gateway(hs, PR_STR(UPSTREAM_HTTP_MALFORMED),
-		    "the upstream's response was malformed");
-		return;
-	}
-	if (sl == 3 && status[0] == '1') {
-		/* Interim (100, 103): not passed on; the final head follows. */
-		h2_fields_clear(f);
-		return;
-	}
-	if ((rs = malloc(sizeof(*rs))) == NULL || (out = malloc(sizeof(*out))) == NULL)
-		goto internal;
-	if (http_buf_add_str(&h1, "HTTP/1.1 ") == -1 ||
-	    http_buf_add(&h1, status, sl) == -1 || http_buf_add_str(&h1, " \r\n") == -1)
-		goto internal;
-	for (i = 0; i < f->hf_n; i++)
-		if (HF_NAME(f, i)[0] != ':' && h2_line(&h1, HF_NAME(f, i),
-		    f->hf_f[i].nl, HF_VALUE(f, i), f->hf_f[i].vl) == -1)
-			goto internal;
-	if (http_buf_add(&h1, "\r\n", 2) == -1)
-		goto internal;
-	meth = strcmp(hs->hs_r.rq_method, "HEAD") == 0 ? HTTP_M_HEAD : HTTP_M_GET;
-	if (http_response_parse(h1.hb_p, h1.hb_len, meth, rs) != HTTP_OK) {
-		h2_bad_gateway(hs, PR_STR(UPSTREAM_HTTP_MALFORMED),
-		    "the upstream's response was malformed");
-		goto out;
-	}
 	hs->hs_r.rq_status = rs->hs_status;
+	snprintf(status, sizeof(status), "%03d", rs->hs_status);
+	if ((out = malloc(sizeof(*out))) == NULL)
+		goto internal;
 	if (hs->hs_r.rq_redact && hs->hs_hred == NULL && (hs->hs_hred =
 	    scan_redact_new(hs->hs_keys->pk_val_set, proxy_req_redact_cb,
 	    &hs->hs_r)) == NULL)
 		goto internal;
 	hs->hs_r.rq_hred = hs->hs_hred;
 	memset(&rw, 0, sizeof(rw));
-	if (proxy_req_response_check(&hs->hs_r, h1.hb_p, rs, &rw, &rf) == -1) {
+	if (proxy_req_response_check(&hs->hs_r, h1, rs, &rw, &rf) == -1) {
 		h2_refuse(hs, &rf);
 		goto out;
 	}
 	rw.rw_framing = HTTP_BODY_CLOSE;	/* no framing fields: HTTP/2 frames */
-	if (http_response_rewrite(h1.hb_p, rs, &rw, &head) == -1 ||
+	if (http_response_rewrite(h1, rs, &rw, &head) == -1 ||
 	    http_response_parse(head.hb_p, head.hb_len, HTTP_M_HEAD, out) != HTTP_OK ||
 	    (low = malloc(head.hb_len)) == NULL) {
 		h2_bad_gateway(hs, PR_STR(UPSTREAM_HTTP_MALFORMED),
 		    "the upstream's response head could not be rebuilt");
 		goto out;
 	}
-	nv[n++] = (nghttp2_nv){ (uint8_t *)":status", (uint8_t *)(uintptr_t)status,
-	    7, 3, 0 };
+	nv[n++] = (nghttp2_nv){ (uint8_t *)":status", (uint8_t *)status, 7, 3, 0 };
 	n = h2_nv_fields(NULL, head.hb_p, out->hs_fields, out->hs_nfields, nv, n, low);
 	if (hs->hs_r.rq_redact && !end_stream && (hs->hs_red = scan_redact_new(
 	    hs->hs_keys->pk_val_set, proxy_req_redact_cb, &hs->hs_r)) == NULL)
@@ -1291,15 +1381,73 @@ h2_response_start(struct h2_stream *hs, int end_stream)
 	if (nghttp2_submit_response(h2->h2_vm, hs->hs_id, nv, n,
 	    end_stream ? NULL : &prd) != 0)
 		goto internal;
+	rc = 0;
+	goto out;
+ internal:
+	h2_bad_gateway(hs, PR_STR(INTERNAL_ERROR), "internal error");
+ out:
+	http_buf_free(&head);
+	free(low);
+	free(out);
+	return rc;
+}
+
+/* The method of hs's request, as the response parser wants it (HEAD: no body). */
+static enum http_method
+h2_res_method(const struct h2_stream *hs)
+{
+	return strcmp(hs->hs_r.rq_method, "HEAD") == 0 ? HTTP_M_HEAD : HTTP_M_GET;
+}
+
+/*
+ * A final response head from an HTTP/2 origin: written as the HTTP/1.1 head it
+ * stands for, through the strict parser, then as any response (h2_response_submit).
+ */
+static void
+h2_response_start(struct h2_stream *hs, int end_stream)
+{
+	struct h2_fields *f = &hs->hs_res;
+	struct http_buf h1 = HTTP_BUF_INIT;
+	struct http_response *rs = NULL;
+	const char *status;
+	size_t sl, i;
+
+	h2_touch(hs->hs_h2);
+	status = h2_get(f, ":status", &sl);
+	if (f->hf_bad != NULL || status == NULL) {
+		h2_bad_gateway(hs, PR_STR(UPSTREAM_HTTP_MALFORMED),
+		    "the upstream's response was malformed");
+		return;
+	}
+	if (sl == 3 && status[0] == '1') {
+		/* Interim (100, 103): not passed on; the final head follows. */
+		h2_fields_clear(f);
+		return;
+	}
+	if ((rs = malloc(sizeof(*rs))) == NULL)
+		goto internal;
+	if (http_buf_add_str(&h1, "HTTP/1.1 ") == -1 ||
+	    http_buf_add(&h1, status, sl) == -1 || http_buf_add_str(&h1, " \r\n") == -1)
+		goto internal;
+	for (i = 0; i < f->hf_n; i++)
+		if (HF_NAME(f, i)[0] != ':' && h2_line(&h1, HF_NAME(f, i),
+		    f->hf_f[i].nl, HF_VALUE(f, i), f->hf_f[i].vl) == -1)
+			goto internal;
+	if (http_buf_add(&h1, "\r\n", 2) == -1)
+		goto internal;
+	if (http_response_parse(h1.hb_p, h1.hb_len, h2_res_method(hs), rs) !=
+	    HTTP_OK) {
+		h2_bad_gateway(hs, PR_STR(UPSTREAM_HTTP_MALFORMED),
+		    "the upstream's response was malformed");
+		goto out;
+	}
+	(void)h2_response_submit(hs, h1.hb_p, rs, end_stream);
 	goto out;
  internal:
 	h2_bad_gateway(hs, PR_STR(INTERNAL_ERROR), "internal error");
  out:
 	http_buf_free(&h1);
-	http_buf_free(&head);
-	free(low);
 	free(rs);
-	free(out);
 }
 
 /* The response body ended (END_STREAM from the origin): flush the redactor. */
@@ -1394,6 +1542,354 @@ up_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *arg)
 	}
 	hs->hs_up = 0;
 	return 0;
+}
+
+/*
+ * HTTP/1.1 origin (h2_h1): the streams' exchanges, one at a time, on the upstream
+ * connection.
+ */
+
+/* The origin sent what no request asked for: a record of the connection's. */
+static void
+h2_h1_stray(struct proxy_h2 *h2)
+{
+	struct proxy_req r;
+
+	proxy_req_init(&r, h2->h2_conn, h2->h2_keys, -1);
+	evutil_gettimeofday(&r.rq_t0, NULL);
+	r.rq_up_proto = h2_up_proto(h2);
+	proxy_req_audit(&r, PR_STR(UPSTREAM_HTTP_MALFORMED), -1);
+	log_info("connection %llu: the origin sent bytes no request asked for",
+	    (unsigned long long)h2->h2_conn->pc_id);
+	h2_h1_close(h2);
+}
+
+/* The exchange's response cannot be passed on: 502 or a reset, and no reuse. */
+static void
+h2_h1_malformed(struct proxy_h2 *h2, const char *why)
+{
+	struct h2_stream *hs = h2->h2_h1cur;
+
+	log_info("connection %llu: stream %d: the origin's response refused: %s",
+	    (unsigned long long)h2->h2_conn->pc_id, hs != NULL ? hs->hs_id : 0,
+	    why != NULL ? why : "malformed");
+	h2_h1_close(h2);
+	if (hs != NULL)
+		h2_bad_gateway(hs, PR_STR(UPSTREAM_HTTP_MALFORMED),
+		    "the upstream's response was malformed");
+}
+
+/*
+ * The request of hs onto the upstream: its head (once), then its body as the VM's
+ * DATA comes, framed as the head says (Content-Length: as it is; else chunked;
+ * request trailers were scanned and are dropped), while the output has room.
+ * 0, or -1 (hs was reset, the connection closed).
+ */
+static int
+h2_h1_send(struct proxy_h2 *h2, struct h2_stream *hs)
+{
+	struct proxy_conn *c = h2->h2_conn;
+	struct evbuffer *o = bufferevent_get_output(c->pc_server);
+	struct http_buf ch = HTTP_BUF_INIT;
+	uint8_t buf[16384];
+	size_t k;
+	int n;
+
+	if (hs->hs_h1head.hb_len > 0) {
+		if (proxy_evbuffer_add_secret(o, hs->hs_h1head.hb_p,
+		    hs->hs_h1head.hb_len) == -1)
+			goto internal;
+		h2_count(c, 1, hs->hs_h1head.hb_len);
+		http_buf_free(&hs->hs_h1head);
+	}
+	while (!hs->hs_h1body_done && evbuffer_get_length(o) < PROXY_RELAY_HIGH) {
+		if (evbuffer_get_length(hs->hs_reqbody) == 0) {
+			if (!hs->hs_req_eof)
+				break;
+			if (hs->hs_h1fr == HTTP_BODY_CHUNKED) {
+				if (http_buf_add_last_chunk(&ch) == -1 ||
+				    evbuffer_add(o, ch.hb_p, ch.hb_len) == -1)
+					goto internal;
+				h2_count(c, 1, ch.hb_len);
+				http_buf_free(&ch);
+			}
+			hs->hs_h1body_done = 1;
+			break;
+		}
+		/*
+		 * Never more than the head announced (nghttp2 holds DATA to
+		 * content-length; a head without a body frames nothing).
+		 */
+		if (hs->hs_h1fr != HTTP_BODY_CHUNKED && hs->hs_h1fr !=
+		    HTTP_BODY_LENGTH) {
+			h2_reset(hs, NGHTTP2_PROTOCOL_ERROR, PR_STR(HTTP_MALFORMED));
+			return -1;
+		}
+		if ((n = evbuffer_remove(hs->hs_reqbody, buf, sizeof(buf))) <= 0)
+			goto internal;
+		k = (size_t)n < hs->hs_req_raw ? (size_t)n : hs->hs_req_raw;
+		hs->hs_req_raw -= k;
+		(void)nghttp2_session_consume(h2->h2_vm, hs->hs_id, k);
+		hs->hs_r.rq_up += (uint64_t)n;
+		if (hs->hs_h1fr == HTTP_BODY_CHUNKED) {
+			if (http_buf_add_chunk(&ch, buf, (size_t)n) == -1 ||
+			    evbuffer_add(o, ch.hb_p, ch.hb_len) == -1)
+				goto internal;
+			h2_count(c, 1, ch.hb_len);
+			http_buf_free(&ch);
+		} else {
+			if (evbuffer_add(o, buf, (size_t)n) == -1)
+				goto internal;
+			h2_count(c, 1, (size_t)n);
+		}
+	}
+	return 0;
+ internal:
+	http_buf_free(&ch);
+	h2_reset(hs, NGHTTP2_INTERNAL_ERROR, PR_STR(INTERNAL_ERROR));
+	return -1;
+}
+
+/* Response body bytes p[n] for hs: redacted into the VM's queue.  0 or -1. */
+static int
+h2_h1_feed(struct h2_stream *hs, const uint8_t *p, size_t n)
+{
+	struct http_buf out = HTTP_BUF_INIT;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	h2_touch(hs->hs_h2);
+	if (hs->hs_red != NULL) {
+		rc = scan_redact_feed(hs->hs_red, p, n, &out) == -1 ? -1 :
+		    evbuffer_add(hs->hs_resbody, out.hb_p, out.hb_len);
+		http_buf_free(&out);
+	} else
+		rc = evbuffer_add(hs->hs_resbody, p, n);
+	if (rc == -1) {
+		h2_reset(hs, NGHTTP2_INTERNAL_ERROR, PR_STR(INTERNAL_ERROR));
+		return -1;
+	}
+	(void)nghttp2_session_resume_data(hs->hs_h2->h2_vm, hs->hs_id);
+	return 0;
+}
+
+/* The exchange's response is complete: the next may go, if the origin is clean. */
+static void
+h2_h1_done(struct proxy_h2 *h2, struct h2_stream *hs)
+{
+	struct evbuffer *in = bufferevent_get_input(h2->h2_conn->pc_server);
+
+	h2->h2_h1cur = NULL;
+	h2_response_end(hs);
+	if (!hs->hs_h1body_done) {
+		/* Answered before the request was whole: the rest is dropped. */
+		hs->hs_h1open = 0;
+		evbuffer_drain(hs->hs_reqbody, evbuffer_get_length(hs->hs_reqbody));
+		(void)nghttp2_session_consume(h2->h2_vm, hs->hs_id, hs->hs_req_raw);
+		hs->hs_req_raw = 0;
+	}
+	if (!hs->hs_h1body_done || h2->h2_h1last || h2->h2_h1eof)
+		h2_h1_close(h2);	/* answered early, or the origin ends */
+	else if (evbuffer_get_length(in) > 0)
+		h2_h1_stray(h2);	/* bytes past the response's end */
+}
+
+/*
+ * The origin's bytes for the exchange in progress: the response head through the
+ * strict parser (interim 1xx heads skipped), then the body by its framing, while
+ * the VM's queue for the stream has room.
+ */
+static void
+h2_h1_read(struct proxy_h2 *h2)
+{
+	struct evbuffer *in = bufferevent_get_input(h2->h2_conn->pc_server);
+	struct evbuffer_iovec v;
+	struct http_response *rs;
+	struct http_span data;
+	struct h2_stream *hs;
+	const uint8_t *p;
+	size_t len, hl, take;
+	enum http_res r;
+	int rc;
+
+	while ((hs = h2->h2_h1cur) != NULL && !h2->h2_up_gone) {
+		len = evbuffer_get_length(in);
+		if (hs->hs_refused) {
+			h2_h1_close(h2);	/* nobody reads the rest */
+			return;
+		}
+		if (h2->h2_h1head) {
+			if (len == 0) {
+				if (h2->h2_h1eof)
+					h2_h1_close(h2);	/* upstream_closed */
+				return;
+			}
+			if (len > HTTP_HEAD_MAX + 4)
+				len = HTTP_HEAD_MAX + 4;
+			if ((p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL) {
+				h2_h1_malformed(h2, "out of memory");
+				return;
+			}
+			r = http_head_find(p, len, &h2->h2_h1find, &hl);
+			if (r == HTTP_NEED_MORE) {
+				if (h2->h2_h1eof)
+					h2_h1_malformed(h2, "a head cut short");
+				return;
+			}
+			if (r != HTTP_OK) {
+				h2_h1_malformed(h2, http_res_str(r));
+				return;
+			}
+			if ((rs = malloc(sizeof(*rs))) == NULL) {
+				h2_h1_malformed(h2, "out of memory");
+				return;
+			}
+			if ((r = http_response_parse(p, hl, h2_res_method(hs), rs)) !=
+			    HTTP_OK) {
+				h2_h1_malformed(h2, rs->hs_why != NULL ? rs->hs_why :
+				    http_res_str(r));
+				free(rs);
+				return;
+			}
+			h2->h2_h1find = 0;
+			if (rs->hs_interim) {
+				/* 100, 103: not passed on; the final head follows. */
+				evbuffer_drain(in, hl);
+				free(rs);
+				continue;
+			}
+			h2->h2_h1head = 0;
+			h2->h2_h1fr = rs->hs_framing;
+			h2->h2_h1left = rs->hs_length;
+			http_chunked_init(&h2->h2_h1ch);
+			h2->h2_h1last = !rs->hs_keepalive ||
+			    rs->hs_framing == HTTP_BODY_CLOSE;
+			rc = h2_response_submit(hs, p, rs, rs->hs_framing ==
+			    HTTP_BODY_NONE || (rs->hs_framing == HTTP_BODY_LENGTH &&
+			    rs->hs_length == 0));
+			free(rs);
+			if (h2->h2_up_gone)
+				return;
+			evbuffer_drain(in, hl);
+			if (rc == -1) {
+				h2_h1_close(h2);
+				return;
+			}
+			continue;
+		}
+		/* The body: held while the VM has a window's worth queued. */
+		if (evbuffer_get_length(hs->hs_resbody) >= H2_WINDOW)
+			return;
+		switch (h2->h2_h1fr) {
+		case HTTP_BODY_NONE:
+			h2_h1_done(h2, hs);
+			continue;
+		case HTTP_BODY_LENGTH:
+		case HTTP_BODY_CLOSE:
+			if (h2->h2_h1fr == HTTP_BODY_LENGTH && h2->h2_h1left == 0) {
+				h2_h1_done(h2, hs);
+				continue;
+			}
+			if (len == 0) {
+				if (h2->h2_h1eof && h2->h2_h1fr == HTTP_BODY_CLOSE)
+					h2_h1_done(h2, hs);
+				else if (h2->h2_h1eof)
+					h2_h1_close(h2);	/* upstream_closed */
+				return;
+			}
+			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+				return;
+			take = v.iov_len;
+			if (h2->h2_h1fr == HTTP_BODY_LENGTH && take > h2->h2_h1left)
+				take = (size_t)h2->h2_h1left;
+			if (h2_h1_feed(hs, v.iov_base, take) == -1)
+				return;
+			evbuffer_drain(in, take);
+			if (h2->h2_h1fr == HTTP_BODY_LENGTH)
+				h2->h2_h1left -= take;
+			continue;
+		case HTTP_BODY_CHUNKED:
+			if (len == 0) {
+				if (h2->h2_h1eof)
+					h2_h1_close(h2);	/* upstream_closed */
+				return;
+			}
+			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+				return;
+			r = http_chunked_feed(&h2->h2_h1ch, v.iov_base, v.iov_len,
+			    &take, &data);
+			if (r == HTTP_E_BAD) {
+				h2_h1_malformed(h2, h2->h2_h1ch.hc_why);
+				return;
+			}
+			if (h2_h1_feed(hs, (const uint8_t *)v.iov_base + data.off,
+			    data.len) == -1)
+				return;
+			evbuffer_drain(in, take);
+			if (r == HTTP_OK)
+				h2_h1_done(h2, hs);
+			continue;
+		}
+	}
+}
+
+/* Streams waiting for an origin that is gone: refused unprocessed (retry safe). */
+static void
+h2_h1_refuse_queued(struct proxy_h2 *h2)
+{
+	struct h2_stream *hs;
+
+	while ((hs = TAILQ_FIRST(&h2->h2_h1q)) != NULL) {
+		h2_h1_unqueue(hs);
+		hs->hs_refused = 1;
+		h2_audit(hs, PR_STR(UPSTREAM_CLOSED), -1);
+		/* RFC 9113 8.7: REFUSED_STREAM, nothing of it was processed. */
+		(void)nghttp2_submit_rst_stream(h2->h2_vm, NGHTTP2_FLAG_NONE,
+		    hs->hs_id, NGHTTP2_REFUSED_STREAM);
+	}
+}
+
+/* What the exchanges can do now: send, read, the next one when one is done. */
+static void
+h2_h1_pump(struct proxy_h2 *h2)
+{
+	struct evbuffer *in = bufferevent_get_input(h2->h2_conn->pc_server);
+	struct h2_stream *hs;
+
+	while (!h2->h2_up_gone) {
+		if (h2->h2_h1cur == NULL) {
+			if (evbuffer_get_length(in) > 0) {
+				h2_h1_stray(h2);	/* no request outstanding */
+				return;
+			}
+			if (h2->h2_h1eof) {
+				h2_h1_close(h2);
+				return;
+			}
+			if ((hs = TAILQ_FIRST(&h2->h2_h1q)) == NULL)
+				return;
+			TAILQ_REMOVE(&h2->h2_h1q, hs, hs_qentry);
+			hs->hs_queued = 0;
+			h2->h2_h1cur = hs;
+			h2->h2_h1head = 1;
+			h2->h2_h1find = 0;
+		}
+		hs = h2->h2_h1cur;
+		if (h2_h1_send(h2, hs) == -1)
+			return;
+		h2_h1_read(h2);
+		if (h2->h2_h1cur != NULL)
+			return;		/* under way: more bytes will come */
+	}
+}
+
+/* The reads of the origin stop while the exchange's queue to the VM is full. */
+static int
+h2_h1_full(const struct proxy_h2 *h2)
+{
+	return h2->h2_h1cur != NULL && !h2->h2_h1head &&
+	    evbuffer_get_length(h2->h2_h1cur->hs_resbody) >= H2_WINDOW;
 }
 
 /*
@@ -1517,16 +2013,22 @@ h2_run(struct proxy_conn *c)
 		    PR_STR(RATE_LIMITED) : PR_STR(HTTP_MALFORMED));
 		evbuffer_drain(bufferevent_get_input(c->pc_client), (size_t)-1);
 	}
-	if (!h2->h2_up_gone && !c->pc_paused &&
-	    h2_recv(h2->h2_up, c->pc_server) != 0)
-		h2->h2_up_gone = 1;
-	if (!h2->h2_up_gone && h2_send(h2, h2->h2_up, c->pc_server, 1) == -1)
-		h2->h2_up_gone = 1;
-	if (!h2->h2_up_gone && !nghttp2_session_want_read(h2->h2_up) &&
-	    !nghttp2_session_want_write(h2->h2_up))
-		h2->h2_up_gone = 1;
+	if (h2->h2_h1)
+		h2_h1_pump(h2);
+	else {
+		if (!h2->h2_up_gone && !c->pc_paused &&
+		    h2_recv(h2->h2_up, c->pc_server) != 0)
+			h2->h2_up_gone = 1;
+		if (!h2->h2_up_gone && h2_send(h2, h2->h2_up, c->pc_server, 1) == -1)
+			h2->h2_up_gone = 1;
+		if (!h2->h2_up_gone && !nghttp2_session_want_read(h2->h2_up) &&
+		    !nghttp2_session_want_write(h2->h2_up))
+			h2->h2_up_gone = 1;
+	}
 	if (h2->h2_up_gone) {
 		/* No origin any more: what is in flight gets its answer, then GOAWAY. */
+		if (h2->h2_h1)
+			h2_h1_refuse_queued(h2);
 		TAILQ_FOREACH(hs, &h2->h2_streams, hs_entry)
 			if (!hs->hs_refused && hs->hs_decided && !hs->hs_res_eof) {
 				hs->hs_up = 0;
@@ -1539,6 +2041,15 @@ h2_run(struct proxy_conn *c)
 	if (h2_send(h2, h2->h2_vm, c->pc_client, 0) == -1) {
 		proxy_conn_close(c, NULL, 1);
 		return;
+	}
+	if (h2->h2_h1 && !h2->h2_up_gone && h2->h2_h1cur != NULL &&
+	    evbuffer_get_length(bufferevent_get_input(c->pc_server)) > 0) {
+		/* The VM took what was queued: the origin's buffered bytes go on. */
+		h2_h1_pump(h2);
+		if (h2_send(h2, h2->h2_vm, c->pc_client, 0) == -1) {
+			proxy_conn_close(c, NULL, 1);
+			return;
+		}
 	}
 	if (!nghttp2_session_want_read(h2->h2_vm) &&
 	    !nghttp2_session_want_write(h2->h2_vm)) {
@@ -1554,7 +2065,7 @@ h2_run(struct proxy_conn *c)
 		bufferevent_disable(c->pc_client, EV_READ);
 	else
 		bufferevent_enable(c->pc_client, EV_READ);
-	if (c->pc_paused || h2->h2_up_gone)
+	if (c->pc_paused || h2->h2_up_gone || (h2->h2_h1 && h2_h1_full(h2)))
 		bufferevent_disable(c->pc_server, EV_READ);
 	else
 		bufferevent_enable(c->pc_server, EV_READ);
@@ -1591,8 +2102,15 @@ h2_up_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 
-	c->pc_h2->h2_up_gone = 1;
 	bufferevent_disable(bev, EV_READ);
+	if (c->pc_h2->h2_h1 && (what & BEV_EVENT_EOF) &&
+	    !(what & BEV_EVENT_ERROR)) {
+		/* What it sent before is read first (a body until close ends here). */
+		c->pc_h2->h2_h1eof = 1;
+		h2_run(c);
+		return;
+	}
+	c->pc_h2->h2_up_gone = 1;
 	h2_run(c);
 }
 
@@ -1677,6 +2195,14 @@ h2_sessions(struct proxy_h2 *h2)
 		goto out;
 	nghttp2_session_callbacks_del(cb);
 	cb = NULL;
+	if (h2->h2_h1) {
+		/* An HTTP/1.1 origin: no session towards it (h2_h1_pump). */
+		if (nghttp2_submit_settings(h2->h2_vm, NGHTTP2_FLAG_NONE, vm_set,
+		    sizeof(vm_set) / sizeof(vm_set[0])) != 0)
+			goto out;
+		rc = 0;
+		goto out;
+	}
 	if (nghttp2_session_callbacks_new(&cb) != 0)
 		goto out;
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, up_begin_headers);
@@ -1702,7 +2228,7 @@ h2_sessions(struct proxy_h2 *h2)
 
 /* c's engine over its two bufferevents (TLS, or in memory for the test seam). */
 static int
-h2_attach(struct proxy_conn *c, const struct proxy_tls_check *tc)
+h2_attach(struct proxy_conn *c, const struct proxy_tls_check *tc, int h1)
 {
 	struct proxy_h2 *h2;
 	struct timeval tv = { PROXY_IDLE_TIMEOUT, 0 };
@@ -1710,7 +2236,9 @@ h2_attach(struct proxy_conn *c, const struct proxy_tls_check *tc)
 	if ((h2 = calloc(1, sizeof(*h2))) == NULL)
 		return -1;
 	h2->h2_conn = c;
+	h2->h2_h1 = h1;
 	TAILQ_INIT(&h2->h2_streams);
+	TAILQ_INIT(&h2->h2_h1q);
 	c->pc_h2 = h2;
 	if ((h2->h2_keys = proxy_keys_get()) == NULL || h2_sessions(h2) == -1 ||
 	    (h2->h2_timer = evtimer_new(c->pc_worker->pw_base, h2_timer_cb,
@@ -1765,7 +2293,16 @@ proxy_h2_offered(struct proxy_conn *c)
 int
 proxy_h2_start(struct proxy_conn *c, const struct proxy_tls_check *tc)
 {
-	if (h2_attach(c, tc) == -1)
+	/*
+	 * The origin verified (inspect allows h2 towards the VM only then); which
+	 * protocol it chose, its SSL says: h2, else HTTP/1.1 (http/1.1, no ALPN).
+	 * Never a connection without TLS: plain HTTP never gets here.
+	 */
+	if (c->pc_proto != POLICY_PROTO_TLS || c->pc_server == NULL ||
+	    bufferevent_openssl_get_ssl(c->pc_server) == NULL)
+		return -1;
+	if (h2_attach(c, tc, !proxy_tls_alpn_is_h2(bufferevent_openssl_get_ssl(
+	    c->pc_server))) == -1)
 		return -1;
 	c->pc_state = PC_INSPECT;
 	/*
@@ -1785,6 +2322,9 @@ proxy_h2_free(struct proxy_conn *c)
 
 	if (h2 == NULL)
 		return;
+	/* c's bufferevents are gone already: nothing of the origin's is touched. */
+	h2->h2_h1cur = NULL;
+	h2->h2_up_gone = 1;
 	/* Streams still open: each gets its record (what it got so far). */
 	while ((hs = TAILQ_FIRST(&h2->h2_streams)) != NULL) {
 		if (hs->hs_decided)
@@ -1837,12 +2377,12 @@ const struct proxy_mode proxy_mode_h2 = {
  */
 int
 proxy_h2_attach_test(struct proxy_conn *c, struct bufferevent *vm,
-    struct bufferevent *origin)
+    struct bufferevent *origin, int h1)
 {
 	c->pc_client = vm;
 	c->pc_server = origin;
 	c->pc_mode = &proxy_mode_h2;
-	if (h2_attach(c, NULL) == -1) {
+	if (h2_attach(c, NULL, h1) == -1) {
 		proxy_conn_close(c, PR_STR(INTERNAL_ERROR), 1);
 		return -1;
 	}

@@ -940,8 +940,8 @@ pi_response_body(struct proxy_conn *c)
 /*
  * HTTP/2 (proxy_h2.c).  A VM that offered h2 starts its handshake only once the
  * upstream's is done: h2 may be chosen towards it only when the origin verified
- * and chose h2 (so the HTTP/2 engine speaks HTTP/2 both ways; anything else is
- * HTTP/1.1 both ways, through this engine).
+ * (the HTTP/2 engine then speaks HTTP/2 to an h2 origin, HTTP/1.1 to any other);
+ * a failed upstream means HTTP/1.1 towards the VM, through this engine.
  */
 static void
 pi_h2_release(struct proxy_conn *c)
@@ -951,9 +951,16 @@ pi_h2_release(struct proxy_conn *c)
 	if (!pi->pi_h2_wait)
 		return;
 	pi->pi_h2_wait = 0;
+	/*
+	 * h2 towards the VM once the origin verified, whatever it chose: h2 (both
+	 * ways HTTP/2), or http/1.1 or no ALPN (proxy_h2.c translates each stream
+	 * into an HTTP/1.1 exchange).  An upstream that failed (pi_fail) is answered
+	 * over HTTP/1.1 by this engine.  Only a TLS upstream (its SSL) counts.
+	 */
 	proxy_tls_server_allow_h2(bufferevent_openssl_get_ssl(c->pc_client),
-	    c->pc_server != NULL && pi->pi_fail == NULL &&
-	    proxy_tls_alpn_is_h2(bufferevent_openssl_get_ssl(c->pc_server)));
+	    c->pc_proto == POLICY_PROTO_TLS && c->pc_server != NULL &&
+	    pi->pi_fail == NULL &&
+	    bufferevent_openssl_get_ssl(c->pc_server) != NULL);
 	/* Both were left disabled: enabled, they would read the hello at once. */
 	bufferevent_enable(bufferevent_get_underlying(c->pc_client),
 	    EV_READ | EV_WRITE);
@@ -962,7 +969,7 @@ pi_h2_release(struct proxy_conn *c)
 	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 }
 
-/* Both sides chose h2: the HTTP/2 engine takes c, this one lets go. */
+/* The VM chose h2: the HTTP/2 engine takes c, this one lets go. */
 static void
 pi_h2_takeover(struct proxy_conn *c)
 {

@@ -356,14 +356,19 @@ int	proxy_inspect_attach_test(struct proxy_conn *c, struct bufferevent *vm,
 /* Does the ClientHello buffered in c's client input offer h2?  1 or 0. */
 int	proxy_h2_offered(struct proxy_conn *c);
 /*
- * Both of c's handshakes chose h2 (inspect mode's, which hands c over): the HTTP/2
- * engine takes c (pc_mode becomes proxy_mode_h2) and the upstream SSL reports to a
- * copy of tc.  0, or -1 (nothing was taken: c is still inspect's).
+ * The VM's handshake chose h2 (inspect mode's, which hands c over; its verified
+ * upstream chose h2, or http/1.1 or no ALPN: its streams are then translated into
+ * HTTP/1.1 exchanges): the HTTP/2 engine takes c (pc_mode becomes proxy_mode_h2)
+ * and the upstream SSL reports to a copy of tc.  0, or -1 (nothing was taken: c
+ * is still inspect's).
  */
 int	proxy_h2_start(struct proxy_conn *c, const struct proxy_tls_check *tc);
-/* Test seam (tests/fuzz/fuzz_h2.c), as proxy_inspect_attach_test. */
+/*
+ * Test seam (tests/fuzz/fuzz_h2.c), as proxy_inspect_attach_test; h1: the origin
+ * speaks HTTP/1.1 (the engine translates).
+ */
 int	proxy_h2_attach_test(struct proxy_conn *c, struct bufferevent *vm,
-	    struct bufferevent *origin);
+	    struct bufferevent *origin, int h1);
 
 /* proxy_conn_limit.c: each sandbox's own buckets (struct proxy_sandbox) */
 /* Takes one new-connection token of ps under limit l.  0: allowed, -1: over. */

@@ -72,6 +72,7 @@
 	X(UPSTREAM_HTTP_MALFORMED, "upstream_http_malformed", "a response airlock will not pass on") \
 	X(UPSTREAM_COMPRESSED, "upstream_compressed", "a compressed response that must be scanned") \
 	X(UPSTREAM_CLOSED, "upstream_closed", "the origin closed without a complete response") \
+	X(GRPC_NEEDS_H2, "grpc_needs_h2", "gRPC over HTTP/2 to an origin that speaks HTTP/1.1 only") \
 	/* policy DNS */						\
 	X(QTYPE_REFUSED, "qtype_refused", "a query type airlock does not answer") \
 	X(QCLASS_REFUSED, "qclass_refused", "a query class other than IN") \

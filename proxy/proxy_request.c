@@ -110,6 +110,9 @@ rq_record(struct proxy_req *r, struct audit_record *ar, char *src, size_t srclen
 	if (r->rq_stream > 0)
 		kv[n++] = (struct audit_kv){ .ak_key = "stream",
 		    .ak_num = r->rq_stream };
+	if (r->rq_stream != 0 && r->rq_up_proto != NULL)
+		kv[n++] = (struct audit_kv){ .ak_key = "upstream_protocol",
+		    .ak_str = r->rq_up_proto };
 	return n;
 }
 
@@ -135,7 +138,7 @@ proxy_req_audit(struct proxy_req *r, const char *reason, int status)
 {
 	struct proxy_conn *c = r->rq_conn;
 	struct audit_record ar = AUDIT_RECORD_INIT;
-	struct audit_kv kv[4];
+	struct audit_kv kv[5];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
 	long long us;
 
@@ -182,7 +185,7 @@ proxy_req_audit_exfil(struct proxy_req *r, const char *reason, int id,
 {
 	struct proxy_conn *c = r->rq_conn;
 	struct audit_record ar = AUDIT_RECORD_INIT;
-	struct audit_kv kv[5];
+	struct audit_kv kv[6];
 	char src[NETADDR_STRLEN + 8], dst[HOSTNAME_MAX + 16];
 	size_t n;
 

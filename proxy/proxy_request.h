@@ -56,6 +56,8 @@ struct proxy_req {
 	uint64_t		 rq_redacted;
 	int			 rq_redacted_id;	/* a secret that was redacted */
 	struct scan_redact	*rq_hred;	/* header values (the engine's) */
+	const char		*rq_up_proto;	/* HTTP/2: "h2" or "http/1.1" towards
+						   the origin (static); NULL: none */
 };
 
 /*

@@ -27,8 +27,8 @@
  * speaks; a hello without ALPN speaks it
  * implicitly.  h2 is chosen (over http/1.1) only on a connection whose SSL was
  * marked for it (proxy_tls_server_allow_h2): the upstream of that connection
- * negotiated h2 and verified before the VM's handshake ran, so the HTTP/2 engine
- * (proxy_h2.c) has an HTTP/2 origin to speak to.  Any other offer without
+ * verified before the VM's handshake ran, so the HTTP/2 engine (proxy_h2.c) has an
+ * origin to speak to (over HTTP/2 if it chose h2, else over HTTP/1.1).  Any other offer without
  * http/1.1 (h2 where it is not allowed, h3, anything) gets the fatal
  * no_application_protocol alert (RFC 7301 3.2), not a silent fallback.  The
  * certificate and key are set per connection (proxy_inspect.c).

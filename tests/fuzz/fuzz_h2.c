@@ -7,17 +7,22 @@
  * Input:  RULE VM-FRAMES [ "\0ORIGIN\0" ORIGIN-FRAMES ]
  *	RULE % 2 picks the connection: 0 api.test (injects secret "tok" as
  *	Authorization: Bearer), 1 other.test (nothing injected: responses
- *	redacted).  The harness sends the client preface and VM-FRAMES (HTTP/2
- *	frames, HPACK blocks as a client encodes them), lets the engine run, then
- *	ORIGIN-FRAMES (the origin's: SETTINGS, answers on streams 1, 3, ...), then
- *	ends both sides.  The seeds (corpus/fuzz_h2/) are frames python3-h2 wrote
- *	(tests/tools/h2seeds.py).
+ *	redacted).  RULE & 2: the origin speaks HTTP/1.1 (the engine translates
+ *	each stream into one HTTP/1.1 exchange), ORIGIN-FRAMES are then the
+ *	origin's HTTP/1.1 bytes (responses, one after another).  The harness sends
+ *	the client preface and VM-FRAMES (HTTP/2 frames, HPACK blocks as a client
+ *	encodes them), lets the engine run, then ORIGIN-FRAMES (the origin's:
+ *	SETTINGS, answers on streams 1, 3, ...), then ends both sides.  The seeds
+ *	(corpus/fuzz_h2/) are frames python3-h2 wrote (tests/tools/h2seeds.py);
+ *	those with RULE & 2 add HTTP/1.1 answers.
  *
  * Checks, on what each end received (frames walked and HPACK blocks decoded here
  * with nghttp2's inflater: a secret Huffman-coded would not show in the bytes):
  *	origin: the client preface, then whole frames only; in no field name or
  *	    value and no DATA payload a placeholder; a secret's value only as the
- *	    value of authorization on api.test;
+ *	    value of authorization on api.test; an HTTP/1.1 origin: no preface, no
+ *	    placeholder in any byte, a secret's value only on an
+ *	    "Authorization: Bearer " line of api.test;
  *	VM: whole frames only; no secret's value in a field or a DATA payload
  *	    (but one the VM's frames hold a piece of: a refusal quotes the request);
  *	    the injected authorization never indexed (HPACK: NO_INDEX);
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -56,6 +62,7 @@ static const char fz_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 static struct proxy_sandbox fz_sb;
 static int fz_conn;		/* 0 api.test, 1 other.test */
+static int fz_h1;		/* the origin speaks HTTP/1.1 */
 static int fz_vm_knows[2];	/* the VM's frames hold a piece of value i */
 
 static void
@@ -151,6 +158,35 @@ fz_block(nghttp2_hd_inflater *inf, int to_origin, const uint8_t *p, size_t n)
 	}
 }
 
+/* What an HTTP/1.1 origin received: the requests' bytes, checked line by line. */
+static void
+fz_walk_h1(const uint8_t *p, size_t n)
+{
+	static const char auth[] = "Authorization: Bearer ";
+	const uint8_t *e;
+	size_t i, ll, al = sizeof(auth) - 1;
+
+	for (i = 0; i < 2; i++)
+		if (fz_has(p, n, fz_secrets[i].ph))
+			fz_fail("a placeholder reached the origin");
+	while (n > 0) {
+		e = memmem(p, n, "\r\n", 2);
+		ll = e != NULL ? (size_t)(e - p) : n;
+		for (i = 0; i < 2; i++) {
+			if (fz_vm_knows[i] || !fz_has(p, ll, fz_secrets[i].value))
+				continue;
+			/* the name as the VM sent it (a supplied placeholder) */
+			if (i != 0 || fz_conn != 0 || ll < al ||
+			    strncasecmp((const char *)p, auth, al) != 0)
+				fz_fail("a secret's value reached the origin outside "
+				    "the injected field");
+		}
+		ll = e != NULL ? ll + 2 : ll;
+		p += ll;
+		n -= ll;
+	}
+}
+
 /* Walks the frames of one direction, decoding blocks and checking payloads. */
 static void
 fz_walk(const uint8_t *p, size_t n, int to_origin)
@@ -223,6 +259,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	fz_conn = data[0] % 2;
+	fz_h1 = (data[0] & 2) != 0;
 	vmf = data + 1;
 	vml = size - 1;
 	if ((q = memmem(vmf, vml, sep, sizeof(sep) - 1)) != NULL) {
@@ -236,7 +273,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_worker_init(&w, vmp, orp);
 	c = fz_conn_new(&w, &fz_sb, fz_conn == 0 ? "api.test" : "other.test",
 	    fz_conn == 0 ? "inject" : "redact", 443, POLICY_PROTO_TLS);
-	if (proxy_h2_attach_test(c, vmp[0], orp[0]) == 0) {
+	if (proxy_h2_attach_test(c, vmp[0], orp[0], fz_h1) == 0) {
 		bufferevent_write(vmp[1], fz_preface, sizeof(fz_preface) - 1);
 		bufferevent_write(vmp[1], vmf, vml);
 		fz_settle(w.pw_base);
@@ -252,7 +289,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (getenv("FUZZ_H2_DUMP") != NULL)
 			fprintf(stderr, "fuzz_h2: origin got %zu bytes, VM %zu\n", on, vn);
-		fz_walk(on ? evbuffer_pullup(o, -1) : NULL, on, 1);
+		if (getenv("FUZZ_H2_DUMP") != NULL && fz_h1 && on > 0)
+			fprintf(stderr, "%.*s\n", (int)on, evbuffer_pullup(o, -1));
+		if (fz_h1)
+			fz_walk_h1(on ? evbuffer_pullup(o, -1) : NULL, on);
+		else
+			fz_walk(on ? evbuffer_pullup(o, -1) : NULL, on, 1);
 		fz_walk(vn ? evbuffer_pullup(v, -1) : NULL, vn, 0);
 	}
 	bufferevent_free(vmp[1]);

@@ -101,7 +101,8 @@ ok $? "rotation + reload: the next request on the open connection carries the ne
 
 # The replaced value stays redacted: an origin that received it can still echo it.
 out=$(vcurl -H "X-Old: $CANARY" https://api.test/echo)
-echo "$out" | grep -q "^X-Old: $PH" && ! echo "$out" | grep -q -- "$CANARY"
+# (curl speaks HTTP/2 to airlock, which sends names as HTTP/2 has them: lower case)
+echo "$out" | grep -q "^x-old: $PH" && ! echo "$out" | grep -q -- "$CANARY"
 ok $? "the value a rotation replaced is still redacted in echoes"
 echo "$out" | grep -q "^Authorization: Bearer $PH" && ! echo "$out" | grep -q -- "$ROTATED"
 ok $? "control: the new value is redacted too"
@@ -118,7 +119,7 @@ reload
 
 # --- redaction on every inspected rule -----------------------------------------------
 out=$(vcurl -H "X-Data: $ROTATED" https://other.test/echo)
-echo "$out" | grep -q "^X-Data: $PH" && ! echo "$out" | grep -q -- "$ROTATED"
+echo "$out" | grep -q "^x-data: $PH" && ! echo "$out" | grep -q -- "$ROTATED"
 ok $? "an inspected rule that injects nothing: the echoed value is redacted"
 audit_has '"event":"exfil".*"dst":"other.test:443".*"reason":"secret_redacted".*"secret":"canary"'
 ok $? "... with an exfil record naming the secret"
@@ -130,10 +131,11 @@ echo "$out" | grep -q "^Host: other.test"
 ok $? "control: an echo without a secret passes unchanged"
 
 # --- reason phrase and field names --------------------------------------------------
-out=$(vcurl -i "https://other.test/reflect/reason/$ROTATED")
+# (a reason phrase exists in HTTP/1.1 only: these two ask for HTTP/1.1)
+out=$(vcurl --http1.1 -i "https://other.test/reflect/reason/$ROTATED")
 echo "$out" | head -1 | grep -q "^HTTP/1.1 200" && ! echo "$out" | grep -q -- "$ROTATED"
 ok $? "a secret in the reason phrase: dropped, the response passes"
-out=$(vcurl -i "https://other.test/reflect/reason/Fine")
+out=$(vcurl --http1.1 -i "https://other.test/reflect/reason/Fine")
 echo "$out" | head -1 | grep -q "^HTTP/1.1 200 Fine"
 ok $? "control: an ordinary reason phrase is kept"
 code=$(inV curl -sS --max-time 8 --cacert "$T/t1-ca.pem" -o "$T/fo" -w '%{http_code}' \

@@ -138,9 +138,10 @@ ok $? "control: TLS 1.3 reaches the origin"
 vm_tls "$T/c3" -alpn http/1.1
 got_origin "$T/c3"
 ok $? "control: ALPN http/1.1 reaches the origin"
-vm_tls "$T/c4" -alpn h2,http/1.1
-got_origin "$T/c4"
-ok $? "control: ALPN h2,http/1.1 reaches the origin (http/1.1 chosen)"
+out=$(vcurl --http2 -w ' %{http_version}' https://api.test/)
+[ "$out" = "origin api.test
+ 2" ]
+ok $? "control: ALPN h2,http/1.1 reaches the HTTP/1.1 origin (h2 chosen, translated)"
 vm_tls "$T/c5"
 got_origin "$T/c5"
 ok $? "control: no ALPN at all reaches the origin"
@@ -175,13 +176,17 @@ got_origin "$T/c6"
 ok $? "control: the same client without EMS on TLS 1.3 gets through (EMS is a TLS 1.2 matter)"
 [ "$(denials)" -ge $((d0 + 4)) ]
 ok $? "... each refusal audited as client_tls_failed ($(($(denials) - d0)))"
-for p in h3 foo h2; do
+for p in h3 foo imap; do
 	vm_tls "$T/a-$p" -alpn "$p"
 	! got_origin "$T/a-$p" && grep -q "no application protocol" "$T/a-$p"
 	ok $? "ALPN offer '$p' (nothing airlock speaks): the no_application_protocol alert"
 done
 [ "$(denials)" -ge $((d0 + 7)) ]
 ok $? "... audited as client_tls_failed"
+out=$(vcurl --http2-prior-knowledge -w ' %{http_version}' https://api.test/)
+[ "$out" = "origin api.test
+ 2" ]
+ok $? "control: ALPN offer 'h2' alone: h2 chosen once the origin verified ('$(echo $out)')"
 
 pn_stop_checked
 pn_done

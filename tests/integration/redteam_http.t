@@ -190,7 +190,8 @@ vcurl -o /dev/null "${id_hdrs[@]}" http://plain.test/
 ! grep -q "6\.6\.6\.6\|evil.example" "$T/rec-other.test" "$T/rec-api.test" \
     "$T/rec-plain.test"
 ok $? "the VM's identity fields never reach an origin"
-grep -q "^X-Custom: kept" "$T/rec-other.test" && grep -q "^X-Custom: kept" "$T/rec-plain.test"
+# (over HTTP/2, curl's choice towards an inspected origin, names come lower case)
+grep -qi "^x-custom: kept" "$T/rec-other.test" && grep -q "^X-Custom: kept" "$T/rec-plain.test"
 ok $? "positive control: other fields do"
 grep -q '^Forwarded: for="_airlock-rt";proto=https' "$T/rec-api.test" &&
     [ "$(grep -ci '^forwarded:' "$T/rec-api.test")" = 1 ]

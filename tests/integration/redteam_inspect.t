@@ -114,7 +114,9 @@ code=$(vcurl -o /dev/null -w '%{http_code}' -H "$PH: 1" http://plain.test/)
 ok $? "plain HTTP, a placeholder as a header name: 403 + exfil ($code)"
 ! grep -q -- "$PH" "$T/rec-plain.test"
 ok $? "... the origin never saw it"
-code=$(vcurl -o /dev/null -w '%{http_code}' -H "X-$PH-Y: 1" https://other.test/)
+# (HTTP/1.1: over HTTP/2 a client sends field names lower case, and the lowered
+# placeholder is not the placeholder)
+code=$(vcurl --http1.1 -o /dev/null -w '%{http_code}' -H "X-$PH-Y: 1" https://other.test/)
 [ "$code" = 403 ]
 ok $? "inspected TLS, a placeholder inside a header name: 403 ($code)"
 code=$(vcurl -o /dev/null -w '%{http_code}' -X "$MPH" https://other.test/)

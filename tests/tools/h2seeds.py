@@ -98,6 +98,37 @@ def main(d):
     seed(d, "connect", 0, raw_headers("api.test", [], [(":method", "CONNECT"),
                                                       (":authority", "api.test:443")]),
          b"")
+    # An HTTP/1.1 origin (RULE & 2): the origin's bytes are HTTP/1.1 answers.
+    vm, _ = exchange("api.test", [(("GET", "/", []), None)], [(ok, b"x", None)])
+    seed(d, "h1-get", 2, vm, b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\n")
+    vm, _ = exchange("api.test", [(("GET", "/a", []), None), (("GET", "/b", []), None),
+                                  (("HEAD", "/c", []), None)],
+                     [(ok, b"x", None)] * 3)
+    seed(d, "h1-three-keepalive", 2, vm,
+         b"HTTP/1.1 100 Continue\r\n\r\n"
+         b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\none\n"
+         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n"
+         b"\r\n3\r\ntwo\r\n1\r\n\n\r\n0\r\n\r\n"
+         b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n")
+    vm, _ = exchange("api.test", [(("POST", "/echo", []), b"body-bytes")], [(ok, b"x", None)])
+    seed(d, "h1-post", 2, vm, b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok")
+    vm, _ = exchange("other.test", [(("GET", "/echo", []), None)], [(ok, b"x", None)])
+    seed(d, "h1-redact-chunks", 3, vm,
+         b"HTTP/1.1 200 OK\r\nX-Echo: Bearer " + TOK.encode() +
+         b"\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n" + TOK[:7].encode() +
+         b"\r\n" + ("%x" % (len(TOK) - 7)).encode() + b"\r\n" + TOK[7:].encode() +
+         b"\r\n0\r\n\r\n")
+    seed(d, "h1-cl-te", 3, vm, b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    seed(d, "h1-bad-chunk", 3, vm, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+         b"\r\n3\r\nabc\r\nzz\r\n")
+    seed(d, "h1-smuggle", 3, vm, b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+         b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nSMUGGLED\n")
+    seed(d, "h1-close-framed", 3, vm, b"HTTP/1.1 200 OK\r\n\r\nuntil the end")
+    vm, _ = exchange("api.test", [(("POST", "/g", [("content-type", "application/grpc"),
+                                                  ("te", "trailers")]), b"\0\0\0\0\0")],
+                     [(ok, b"x", None)])
+    seed(d, "h1-grpc", 2, vm, b"")
 
 
 main(sys.argv[1])

@@ -11,7 +11,8 @@
  * "origin NAME\n".  One request per connection (Connection: close), except under
  * /ka ("/ka", "/ka/size/N"): keep-alive, for request-rate measurements.
  * "/echo..." reflects the request: the answer's body is the request head as received
- * and its Content-Length body; "/echo-chunked" sends it chunked in 7-byte chunks (so
+ * and its Content-Length body (or its chunked body as it came, framing included,
+ * up to the last chunk and an empty trailer); "/echo-chunked" sends it chunked in 7-byte chunks (so
  * a value is split across chunks), "/echo-gzip" labels it Content-Encoding: gzip,
  * "/echo-ce2" with two fields, "identity" then "gzip", "/echo-hex" in lower-case hex
  * (an origin that echoes what it got hex-encoded).
@@ -34,6 +35,9 @@
  * request on that connection is read and the connection closed unanswered
  * ("dropped METHOD" on stderr); after "/conn-idle-close" the connection closes
  * once the file $ORIGIN_CLOSE_FLAG exists (while idle; a request first is served).
+ * Malformed answers: "/bad-clte" has both Content-Length and Transfer-Encoding,
+ * "/bad-chunk" a chunk size that is no hex, "/bad-extra" a Content-Length body
+ * followed by bytes nobody asked for (all keep-alive).
  * Prints "ready" on stdout once listening.
  *
  * With $ORIGIN_PEERS set, each "accept" line names the peer: "accept ADDR" (so a
@@ -113,7 +117,7 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 	char hdr[256], *cl, *body = NULL;
 	unsigned long long blen = 0;
 	size_t got, total, off, k;
-	int n, chunked, gzip, hex;
+	int n, chunked, gzip, hex, te;
 
 	chunked = strncmp(strchr(req, '/'), "/echo-chunked", 13) == 0;
 	gzip = strncmp(strchr(req, '/'), "/echo-gzip", 10) == 0 ? 1 :
@@ -122,7 +126,27 @@ serve_echo(char *req, size_t headlen, size_t *have, size_t reqlen)
 	req[headlen - 2] = '\0';
 	if ((cl = strcasestr(req, "\r\ncontent-length:")) != NULL)
 		blen = strtoull(cl + 17, NULL, 10);
+	te = strcasestr(req, "\r\ntransfer-encoding: chunked") != NULL;
 	req[headlen - 2] = '\r';
+	if (te) {
+		/* Until "0\r\n\r\n" ends it (a test tool: no extensions, trailers). */
+		char *end;
+
+		for (;;) {
+			req[*have] = '\0';
+			if (*have >= headlen + 3 && (strncmp(req + headlen, "0\r\n\r\n",
+			    5) == 0 || (end = strstr(req + headlen, "\r\n0\r\n\r\n")) !=
+			    NULL)) {
+				blen = strncmp(req + headlen, "0\r\n\r\n", 5) == 0 ? 5 :
+				    (size_t)(end - (req + headlen)) + 7;
+				break;
+			}
+			if (*have >= reqlen - 1 || (n = io_read(req + *have,
+			    reqlen - 1 - *have)) <= 0)
+				return 0;
+			*have += (size_t)n;
+		}
+	}
 	if (blen > 1024 * 1024)
 		return 0;
 	total = headlen + (size_t)blen;
@@ -355,6 +379,20 @@ serve_http(const char *name, char *req, size_t reqlen, size_t *have)
 		return serve_echo(req, used, have, reqlen);
 	if (strncmp(req, "GET /reflect/", 13) == 0)
 		return serve_reflect(req);
+	if (strncmp(req, "GET /bad-", 9) == 0) {
+		const char *bad = strncmp(req, "GET /bad-clte", 13) == 0 ?
+		    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: "
+		    "chunked\r\n\r\n0\r\n\r\n" :
+		    strncmp(req, "GET /bad-chunk", 14) == 0 ?
+		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "5\r\nfirst\r\nzz\r\nnot a chunk\r\n" :
+		    "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nfirst\n"
+		    "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nSMUGGLED\n";
+
+		memmove(req, req + used, *have - used);
+		*have -= used;
+		return io_write(bad, strlen(bad)) == 0;
+	}
 	if (strchr(req, ' ') != NULL &&
 	    strncmp(strchr(req, ' ') + 1, "/smuggle", 8) == 0)
 		return serve_smuggle(strchr(req, ' ') + 1, req, used, have);

@@ -179,7 +179,8 @@ while IFS= read -r line; do
 done <"$T/steps"
 
 # --- what happened -----------------------------------------------------------------
-grep -q "Authorization: Bearer $TOKEN" "$T/rec-api" 2>/dev/null
+# (the guest's curl speaks HTTP/2 to airlock: the field keeps its lower-case name)
+grep -q "[Aa]uthorization: Bearer $TOKEN" "$T/rec-api" 2>/dev/null
 ok $? "api.github.com got the vault's token in the injected header"
 grep -q '^AGENT placeholder: ..*' "$con"
 ok $? "the agent holds a placeholder ($(sed -n 's/^AGENT placeholder: //p' "$con"))"
