@@ -21,8 +21,10 @@
  * others wait on h2_h1q, bounded by the stream limit and each one's window).  The
  * request is the head proxy_req_start() rebuilt, as it is (Content-Length when the
  * stream sent content-length, nothing when HEADERS ended it, else chunked; te
- * never, as a hop-by-hop field; request trailers scanned, then dropped).  The
- * response: the strict HTTP/1.1 response parser (its smuggling refusals), 1xx
+ * never, as a hop-by-hop field; request trailers scanned, then dropped).  Its
+ * head waits for the body, or H2_H1_HOLD bytes of it, so that a placeholder in a
+ * small body is refused before the origin sees a byte (bytes from the origin
+ * meanwhile are unasked: upstream_http_malformed).  The response: the strict HTTP/1.1 response parser (its smuggling refusals), 1xx
  * skipped, the body by its framing (http_chunked_feed), then as for an HTTP/2
  * origin (h2_response_submit: checks, redaction, HEADERS and DATA without
  * connection-specific fields).  Malformed: 502, or RST_STREAM INTERNAL_ERROR once
@@ -133,6 +135,13 @@
 #define H2_RESETS_PER_SECOND	POLICY_H2_LIMIT_MAX	/* RST_STREAM from the VM */
 #define H2_CONTROL_PER_SECOND	POLICY_H2_LIMIT_MAX	/* SETTINGS, PING, empty DATA */
 #define H2_WINDOW		(256 * 1024)	/* stream window we give the VM */
+/*
+ * HTTP/1.1 origin: a request's head waits for its body, or this much of it, so
+ * that a placeholder in a small body is refused (403, exfil) before the origin
+ * sees a byte, as HTTP/1.1 from the VM gets it.  Below H2_WINDOW: the VM's DATA
+ * keeps coming while the head waits.
+ */
+#define H2_H1_HOLD		(64 * 1024)
 #define H2_CLOSE_WAIT		5	/* seconds to flush a GOAWAY */
 
 /* A field list as it arrives: offsets into one buffer (wiped: it may hold secrets). */
@@ -444,7 +453,13 @@ h2_cancel_up(struct h2_stream *hs)
 	struct proxy_h2 *h2 = hs->hs_h2;
 
 	if (h2->h2_h1) {
-		/* Waiting: dropped.  Under way: HTTP/1.1 cannot cancel one. */
+		/*
+		 * Waiting, or its turn come with its head still held (nothing of it
+		 * sent, h2_h1_send): dropped, the connection goes on.  Under way:
+		 * HTTP/1.1 cannot cancel one.
+		 */
+		if (h2->h2_h1cur == hs && hs->hs_h1head.hb_len > 0)
+			h2->h2_h1cur = NULL;
 		h2_h1_unqueue(hs);
 		if (h2->h2_h1cur == hs)
 			h2_h1_close(h2);
@@ -1596,6 +1611,10 @@ h2_h1_send(struct proxy_h2 *h2, struct h2_stream *hs)
 	int n;
 
 	if (hs->hs_h1head.hb_len > 0) {
+		/* Held while its body comes and is scanned (H2_H1_HOLD). */
+		if (!hs->hs_req_eof && evbuffer_get_length(hs->hs_reqbody) <
+		    H2_H1_HOLD)
+			return 0;
 		if (proxy_evbuffer_add_secret(o, hs->hs_h1head.hb_p,
 		    hs->hs_h1head.hb_len) == -1)
 			goto internal;
@@ -1878,6 +1897,14 @@ h2_h1_pump(struct proxy_h2 *h2)
 		hs = h2->h2_h1cur;
 		if (h2_h1_send(h2, hs) == -1)
 			return;
+		if (h2->h2_h1cur != hs)
+			continue;	/* refused while its head was held */
+		if (hs->hs_h1head.hb_len > 0) {
+			/* Its head is held: whatever the origin says is unasked. */
+			if (evbuffer_get_length(in) > 0)
+				h2_h1_stray(h2);
+			return;
+		}
 		h2_h1_read(h2);
 		if (h2->h2_h1cur != NULL)
 			return;		/* under way: more bytes will come */

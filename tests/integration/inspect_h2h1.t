@@ -142,6 +142,16 @@ code=$(h2curl -o /dev/null -w '%{http_code}' --data "x=$PH" https://h1.test/echo
 ok $? "placeholder in DATA: 403 + exfil ($code)"
 ! grep -q -- "$PH" "$T/rec-h1" && ! rec_has "X-Token"
 ok $? "no placeholder reached h1.test, nor the refused head"
+# The head waits for a small body: an origin that answers at once ("/" does not
+# read the body) never sees the request, and the VM gets the refusal, not the
+# origin's answer (the demo's step 3).
+: >"$T/rec-h1"
+code=$(h2curl -o "$T/ex.out" -w '%{http_code}' -X POST --data "token=$PH" https://h1.test/)
+[ "$code" = 403 ] && grep -q placeholder_in_body "$T/ex.out" && [ ! -s "$T/rec-h1" ]
+ok $? "a placeholder in a small body to an origin that answers early: 403, the origin saw no byte ($code, $(wc -c <"$T/rec-h1") bytes)"
+code=$(h2curl -o /dev/null -w '%{http_code}' -X POST --data "token=nothing" https://h1.test/)
+[ "$code" = 200 ] && rec_has "Content-Length: 13"
+ok $? "... and the same body without it goes through (positive control, $code)"
 out=$(h2curl -o /dev/null -w '%{http_code} ' https://h1.test/ -o /dev/null \
     "https://h1.test/echo?k=$PH" -o /dev/null https://h1.test/echo)
 [ "$out" = "200 403 200 " ]
