@@ -138,10 +138,11 @@
 /*
  * HTTP/1.1 origin: a request's head waits for its body, or this much of it, so
  * that a placeholder in a small body is refused (403, exfil) before the origin
- * sees a byte, as HTTP/1.1 from the VM gets it.  Below H2_WINDOW: the VM's DATA
- * keeps coming while the head waits.
+ * sees a byte, as HTTP/1.1 from the VM gets it.  Well below the connection's
+ * initial window (65535: RFC 9113 6.9.2), which held DATA does not give back:
+ * the VM's DATA keeps coming while the head waits.
  */
-#define H2_H1_HOLD		(64 * 1024)
+#define H2_H1_HOLD		(16 * 1024)
 #define H2_CLOSE_WAIT		5	/* seconds to flush a GOAWAY */
 
 /* A field list as it arrives: offsets into one buffer (wiped: it may hold secrets). */
