@@ -480,6 +480,23 @@ proxy_secret_chain_free(const void *data, size_t len, void *arg)
 	free((void *)(uintptr_t)data);
 }
 
+/*
+ * Adding to an SSL bufferevent's output writes at once (libevent's output
+ * callback calls SSL_write()), and the TLS layer's frames below this one may
+ * leave plaintext on the thread's stack.  Those frames are gone when the add
+ * returns: the stack below is wiped (as OpenSSH and libgcrypt burn theirs).
+ */
+#define PROXY_STACK_BURN	(32 * 1024)
+
+static void __attribute__((noinline))
+proxy_stack_burn(void)
+{
+	uint8_t pad[PROXY_STACK_BURN];
+
+	OPENSSL_cleanse(pad, sizeof(pad));
+	__asm__ __volatile__("" : : "r"(pad) : "memory");
+}
+
 int
 proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n)
 {
@@ -496,5 +513,6 @@ proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n)
 		free(copy);
 		return -1;
 	}
+	proxy_stack_burn();
 	return 0;
 }
