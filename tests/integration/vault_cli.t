@@ -153,8 +153,9 @@ expect_err "trailing bytes"
 size=$(stat -c %s "$tmp/db.orig")
 off=$(grep -obaF "$ph" "$tmp/db.orig" | head -1 | cut -d: -f1)
 off=$((off + ${#ph} + 2 + 2 + 15 + 16 + 12 + 4 + 5))
-{ head -c "$off" "$tmp/db.orig"; head -c $((off + 1)) "$tmp/db.orig" | tail -c 1 | tr 'A-Za-z0-9' 'B-Za-z0-9A'; tail -c $((size - off - 1)) "$tmp/db.orig"; } >"$tmp/state/vault.db"
-cmp -s "$tmp/state/vault.db" "$tmp/db.orig" && { printf '\001' | dd of="$tmp/state/vault.db" bs=1 seek="$off" conv=notrunc 2>/dev/null; }
+# (XOR 0x01: always a different byte; a character map left some bytes as they were)
+perl -e 'local $/; my $d = <STDIN>; substr($d, $ARGV[0], 1) ^= "\x01"; print $d' \
+    "$off" <"$tmp/db.orig" >"$tmp/state/vault.db"
 run vault ls
 expect_rc 2 "tampered entry refused"
 expect_err "vault.db: entry 'canary' failed authentication (tampered?)"
