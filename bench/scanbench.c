@@ -172,12 +172,16 @@ make_secrets(void)
 			snprintf(s->value, sizeof(s->value), "%s", body);
 			break;
 		case 4:
-			snprintf(s->value, sizeof(s->value), "xoxb-%llu-%llu-",
-			    (unsigned long long)(rng() % 9000000000000ull +
-			    1000000000000ull), (unsigned long long)(rng() %
-			    9000000000000ull + 1000000000000ull));
-			rand_from(body, 24, alnum);
-			strcat(s->value, body);
+			{
+				unsigned long long a = rng() % 9000000000000ull +
+				    1000000000000ull;
+				unsigned long long b = rng() % 9000000000000ull +
+				    1000000000000ull;
+
+				rand_from(body, 24, alnum);
+				snprintf(s->value, sizeof(s->value), "xoxb-%llu-%llu-%s",
+				    a, b, body);
+			}
 			break;
 		case 5:
 			rand_from(body, 24, alnum);
