@@ -488,7 +488,7 @@ proxy_secret_chain_free(const void *data, size_t len, void *arg)
  */
 #define PROXY_STACK_BURN	(32 * 1024)
 
-static void __attribute__((noinline))
+void __attribute__((noinline))
 proxy_stack_burn(void)
 {
 	uint8_t pad[PROXY_STACK_BURN];
@@ -498,7 +498,7 @@ proxy_stack_burn(void)
 }
 
 int
-proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n)
+proxy_evbuffer_add_wiped(struct evbuffer *o, const void *p, size_t n)
 {
 	void *copy;
 
@@ -513,6 +513,14 @@ proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n)
 		free(copy);
 		return -1;
 	}
+	return 0;
+}
+
+int
+proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n)
+{
+	if (proxy_evbuffer_add_wiped(o, p, n) == -1)
+		return -1;
 	proxy_stack_burn();
 	return 0;
 }

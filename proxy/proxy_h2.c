@@ -1512,6 +1512,24 @@ up_frame_recv(nghttp2_session *s, const nghttp2_frame *fr, void *arg)
 	return 0;
 }
 
+/*
+ * Response body bytes p[n] of hs, redacted (when its rule redacts) into the VM's
+ * queue.  0 or -1.
+ */
+static int
+h2_res_queue(struct h2_stream *hs, const uint8_t *p, size_t n)
+{
+	struct http_buf out = HTTP_BUF_INIT;
+	int rc;
+
+	if (hs->hs_red == NULL)
+		return evbuffer_add(hs->hs_resbody, p, n);
+	rc = scan_redact_feed(hs->hs_red, p, n, &out) == -1 ? -1 :
+	    evbuffer_add(hs->hs_resbody, out.hb_p, out.hb_len);
+	http_buf_free(&out);
+	return rc;
+}
+
 /* Response DATA: redacted into the VM's queue. */
 static int
 up_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p,
@@ -1519,21 +1537,13 @@ up_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p,
 {
 	struct proxy_h2 *h2 = arg;
 	struct h2_stream *hs = h2_up_stream(h2, id);
-	struct http_buf out = HTTP_BUF_INIT;
-	int rc;
 
 	h2_touch(h2);
 	if (hs == NULL || hs->hs_refused || !hs->hs_res_started) {
 		(void)nghttp2_session_consume(s, id, n);
 		return 0;
 	}
-	if (hs->hs_red != NULL) {
-		rc = scan_redact_feed(hs->hs_red, p, n, &out) == -1 ? -1 :
-		    evbuffer_add(hs->hs_resbody, out.hb_p, out.hb_len);
-		http_buf_free(&out);
-	} else
-		rc = evbuffer_add(hs->hs_resbody, p, n);
-	if (rc == -1) {
+	if (h2_res_queue(hs, p, n) == -1) {
 		(void)nghttp2_session_consume(s, id, n);
 		h2_reset(hs, NGHTTP2_INTERNAL_ERROR, PR_STR(INTERNAL_ERROR));
 		return 0;
@@ -1674,19 +1684,10 @@ h2_h1_send(struct proxy_h2 *h2, struct h2_stream *hs)
 static int
 h2_h1_feed(struct h2_stream *hs, const uint8_t *p, size_t n)
 {
-	struct http_buf out = HTTP_BUF_INIT;
-	int rc;
-
 	if (n == 0)
 		return 0;
 	h2_touch(hs->hs_h2);
-	if (hs->hs_red != NULL) {
-		rc = scan_redact_feed(hs->hs_red, p, n, &out) == -1 ? -1 :
-		    evbuffer_add(hs->hs_resbody, out.hb_p, out.hb_len);
-		http_buf_free(&out);
-	} else
-		rc = evbuffer_add(hs->hs_resbody, p, n);
-	if (rc == -1) {
+	if (h2_res_queue(hs, p, n) == -1) {
 		h2_reset(hs, NGHTTP2_INTERNAL_ERROR, PR_STR(INTERNAL_ERROR));
 		return -1;
 	}
@@ -1980,18 +1981,27 @@ h2_send(struct proxy_h2 *h2, nghttp2_session *s, struct bufferevent *bev, int up
 	struct evbuffer *o = bufferevent_get_output(bev);
 	const uint8_t *p;
 	ssize_t n;
+	int rc = 0, added = 0;
 
 	while (evbuffer_get_length(o) < PROXY_RELAY_HIGH &&
 	    (n = nghttp2_session_mem_send(s, &p)) != 0) {
-		if (n < 0)
-			return -1;
+		if (n < 0) {
+			rc = -1;
+			break;
+		}
 		/* Towards the origin a HEADERS frame may carry an injected value. */
-		if ((up ? proxy_evbuffer_add_secret(o, p, (size_t)n) :
-		    evbuffer_add(o, p, (size_t)n)) == -1)
-			return -1;
+		if ((up ? proxy_evbuffer_add_wiped(o, p, (size_t)n) :
+		    evbuffer_add(o, p, (size_t)n)) == -1) {
+			rc = -1;
+			break;
+		}
+		added |= up;
 		h2_count(h2->h2_conn, up, (size_t)n);
 	}
-	return 0;
+	/* One wipe of the stack for the whole batch (proxy_evbuffer_add_secret). */
+	if (added)
+		proxy_stack_burn();
+	return rc;
 }
 
 /* Feeds what bev's input holds into session s.  0, or nghttp2's error. */

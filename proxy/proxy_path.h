@@ -343,6 +343,13 @@ void	proxy_conn_relay_update(struct proxy_conn *c);
  * evbuffer_add().
  */
 int	proxy_evbuffer_add_secret(struct evbuffer *o, const void *p, size_t n);
+/*
+ * The same, without the stack wipe that follows each add (the output callback's
+ * SSL_write() may leave plaintext below): for a loop of adds, which then calls
+ * proxy_stack_burn() once.
+ */
+int	proxy_evbuffer_add_wiped(struct evbuffer *o, const void *p, size_t n);
+void	proxy_stack_burn(void);
 
 /* proxy_inspect.c */
 /*
