@@ -313,10 +313,7 @@ proxy_conn_precheck(struct proxy_conn *c, const struct policy *p)
 	struct policy_verdict v;
 	size_t i;
 
-	memset(&q, 0, sizeof(q));
-	q.pq_host = c->pc_by_addr ? NULL : c->pc_name;
-	q.pq_addr = &c->pc_dst;
-	q.pq_port = c->pc_dport;
+	proxy_conn_query(c, protos[0], &q);
 	for (i = 0; i < sizeof(protos) / sizeof(protos[0]); i++) {
 		q.pq_proto = protos[i];
 		if (policy_decide(p, &q, &v) && !v.pv_would_deny)
